@@ -1,0 +1,157 @@
+//! Shared pieces of the JSON API: the body extractor whose errors never echo
+//! what the client sent.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, OptionalFromRequest, Request};
+use axum::http::header::CONTENT_TYPE;
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+
+use crate::error::{AppError, AppResult};
+
+/// Like `axum::Json`, but a rejection says what is wrong and where (field
+/// path, line, column) without quoting any of the input: axum's own rejection
+/// repeats values, and a value here may be a secret.
+pub struct ApiJson<T>(pub T);
+
+fn bad_request(code: &'static str, message: impl Into<String>) -> AppError {
+    AppError::BadRequest {
+        code,
+        message: message.into(),
+    }
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> AppResult<Self> {
+        let is_json = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        if !is_json {
+            return Err(bad_request(
+                "json_expected",
+                "send the body as JSON with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| {
+            bad_request(
+                "body_unreadable",
+                "the request body could not be read (is it over 2 MiB?)",
+            )
+        })?;
+        parse_json(&bytes).map(Self)
+    }
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for ApiJson<T> {
+    type Rejection = AppError;
+
+    /// An absent body (no content type, nothing sent) is `None`.
+    async fn from_request(req: Request, state: &S) -> AppResult<Option<Self>> {
+        if req.headers().get(CONTENT_TYPE).is_none() {
+            return Ok(None);
+        }
+        <Self as FromRequest<S>>::from_request(req, state)
+            .await
+            .map(Some)
+    }
+}
+
+/// Deserializes JSON, turning errors into messages that quote no input.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let message = match inner.classify() {
+            Category::Syntax | Category::Eof | Category::Io => format!(
+                "the body is not valid JSON (line {}, column {})",
+                inner.line(),
+                inner.column()
+            ),
+            Category::Data => format!("{} (at `{path}`)", describe_data_error(&inner)),
+        };
+        bad_request("invalid_body", message)
+    })
+}
+
+/// Deserializes a query string (`None` = no query) with the same care.
+pub fn parse_query<T: DeserializeOwned>(query: Option<&str>) -> AppResult<T> {
+    serde_urlencoded::from_str(query.unwrap_or_default()).map_err(|err| {
+        let text = err.to_string();
+        let message = match text.find("expected") {
+            _ if text.starts_with("unknown field") || text.starts_with("missing field") => text,
+            Some(at) => format!("invalid query parameter: {}", &text[at..]),
+            None => "invalid query parameter".to_owned(),
+        };
+        bad_request("invalid_query", message)
+    })
+}
+
+/// serde's data errors name fields (safe) but also quote values (not safe):
+/// keep the field names and the "expected …" part only.
+fn describe_data_error(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let text = text.split(" at line ").next().unwrap_or_default();
+    if ["unknown field", "missing field", "duplicate field"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
+        return text.to_owned();
+    }
+    match text.find("expected") {
+        Some(at) => format!("wrong type or value: {}", &text[at..]),
+        None => "wrong type or value".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        value: String,
+        flag: Option<bool>,
+    }
+
+    fn message(json: &str) -> String {
+        match parse_json::<Body>(json.as_bytes()) {
+            Err(AppError::BadRequest { message, .. }) => message,
+            other => panic!("expected a bad request, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn errors_never_quote_input() {
+        let canary = "CANARY-7f3a";
+        for body in [
+            format!(r#"{{"value": "x", "flag": "{canary}"}}"#),
+            format!(r#"{{"value": 1, "flag": "{canary}"}}"#),
+            format!(r#"{{"value": "{canary}"#),
+            format!(r#"{{"value": "{canary}", "flag": true, "value": "{canary}"}}"#),
+            format!(r#"["{canary}"]"#),
+        ] {
+            let m = message(&body);
+            assert!(!m.contains(canary), "{m}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field_and_what_was_expected() {
+        assert!(
+            message(r#"{"value": "x", "flag": "yes"}"#).contains("expected a boolean (at `flag`)")
+        );
+        assert!(
+            message(r#"{"value": "x", "extra": 1}"#).contains("unknown field `extra`, expected")
+        );
+        assert!(message(r#"{}"#).contains("missing field `value`"));
+        assert!(message(r#"{"value": "#).contains("not valid JSON"));
+    }
+}

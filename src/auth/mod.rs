@@ -1,0 +1,149 @@
+//! People and their credentials: users with argon2id passwords and roles,
+//! API tokens with scopes, and the `Principal` every API request resolves to.
+
+pub mod passwords;
+mod principal;
+mod store;
+pub mod tokens;
+
+use secrecy::SecretString;
+use serde::Serialize;
+use sqlx::SqliteConnection;
+
+pub use principal::Principal;
+pub use store::TokenRow;
+use tokens::{API_TOKEN_PREFIX, TokenScopes};
+
+use crate::clock;
+use crate::error::{AppError, AppResult};
+use crate::ids::{TokenId, UserId};
+
+/// What a user may administer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::Type, clap::ValueEnum)]
+#[sqlx(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Member,
+}
+
+/// A user account as the rest of the system sees it (no password hash).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct User {
+    pub id: UserId,
+    pub name: String,
+    pub role: Role,
+    pub disabled: bool,
+    pub created_at: i64,
+}
+
+/// Checks a user name: 1–64 characters of letters, digits, `.`, `_`, `-`, `@`.
+pub fn parse_user_name(name: &str) -> AppResult<&str> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c));
+    if ok {
+        Ok(name)
+    } else {
+        Err(AppError::invalid(
+            "invalid_user_name",
+            "user names have 1–64 characters: letters, digits, `.`, `_`, `-`, `@`",
+        ))
+    }
+}
+
+/// Creates a user. The name must be free and the password pass the policy.
+pub async fn create_user(
+    conn: &mut SqliteConnection,
+    name: &str,
+    role: Role,
+    password: SecretString,
+) -> AppResult<User> {
+    let name = parse_user_name(name)?;
+    passwords::check_policy(&password)?;
+    if store::find_user_by_name(conn, name).await?.is_some() {
+        return Err(AppError::Conflict {
+            code: "user_exists",
+            message: format!("a user named `{name}` already exists"),
+        });
+    }
+    let hash = hash_off_thread(password).await?;
+    let user = User {
+        id: UserId::generate(),
+        name: name.to_owned(),
+        role,
+        disabled: false,
+        created_at: clock::now_ms(),
+    };
+    store::insert_user(conn, &user, &hash).await?;
+    Ok(user)
+}
+
+/// Replaces a user's password.
+pub async fn set_password(
+    conn: &mut SqliteConnection,
+    name: &str,
+    password: SecretString,
+) -> AppResult<()> {
+    passwords::check_policy(&password)?;
+    let user = find_user(conn, name).await?;
+    let hash = hash_off_thread(password).await?;
+    store::set_password_hash(conn, &user.id, &hash).await?;
+    Ok(())
+}
+
+async fn hash_off_thread(password: SecretString) -> AppResult<String> {
+    tokio::task::spawn_blocking(move || passwords::hash(&password))
+        .await
+        .map_err(|e| AppError::Internal(e.into()))
+}
+
+/// The user named `name`, or a 404 naming the problem.
+pub async fn find_user(conn: &mut SqliteConnection, name: &str) -> AppResult<User> {
+    store::find_user_by_name(conn, name)
+        .await?
+        .ok_or(AppError::NotFound("user"))
+}
+
+pub async fn list_users(conn: &mut SqliteConnection) -> AppResult<Vec<User>> {
+    Ok(store::list_users(conn).await?)
+}
+
+pub async fn count_users(conn: &mut SqliteConnection) -> AppResult<i64> {
+    Ok(store::count_users(conn).await?)
+}
+
+/// Mints an API token for `user`. The token is returned once and only its
+/// hash is kept.
+pub async fn create_api_token(
+    conn: &mut SqliteConnection,
+    user: &UserId,
+    scopes: &TokenScopes,
+) -> AppResult<(TokenId, SecretString)> {
+    let id = TokenId::generate();
+    let minted = tokens::generate(API_TOKEN_PREFIX);
+    store::insert_api_token(
+        conn,
+        &id,
+        user,
+        &minted.hash,
+        &scopes.to_string(),
+        clock::now_ms(),
+    )
+    .await?;
+    Ok((id, minted.token))
+}
+
+/// Revokes the token with this id (as printed by `token create`/`token list`).
+pub async fn revoke_api_token(conn: &mut SqliteConnection, id: &TokenId) -> AppResult<()> {
+    if store::revoke_api_token(conn, id, clock::now_ms()).await? {
+        Ok(())
+    } else {
+        Err(AppError::NotFound("live token"))
+    }
+}
+
+pub async fn list_api_tokens(conn: &mut SqliteConnection) -> AppResult<Vec<TokenRow>> {
+    Ok(store::list_api_tokens(conn).await?)
+}

@@ -1,0 +1,206 @@
+//! The command line: every command takes `--data-dir` / `WIDGETD_DATA_DIR`,
+//! every listing `--json`.
+
+mod commands;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::auth::Role;
+
+pub use commands::run;
+
+/// Lets AI agents ask people for input through inline widgets, and keeps
+/// the secrets people type out of the model.
+#[derive(Debug, Parser)]
+#[command(name = "widgetd", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Where widgetd keeps its database and master key file.
+    #[arg(
+        long,
+        env = "WIDGETD_DATA_DIR",
+        default_value = "widgetd-data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// With no command, widgetd serves.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon (the default command).
+    Serve(ServeArgs),
+    /// Add users, change passwords, list users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Mint, list and revoke API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Create agent sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Set, delete and list a user's env vars (values are never printed).
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// Inspect and rotate encryption keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Run a command with a session's env vars, masking them in its output.
+    Exec(ExecArgs),
+    /// Write a consistent copy of the live database to PATH.
+    Backup {
+        /// A file that does not exist yet.
+        path: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "WIDGETD_BIND", default_value = "127.0.0.1:7700")]
+    pub bind: SocketAddr,
+    /// URL that agents and browsers use to reach this daemon (default: http://BIND).
+    #[arg(long, env = "WIDGETD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user. Without --password-stdin a random password is printed once.
+    Add {
+        name: String,
+        #[arg(long, value_enum, default_value = "member")]
+        role: Role,
+        /// Read the password from standard input (one line).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a user's password. Without --password-stdin a random one is printed once.
+    Passwd {
+        name: String,
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List users.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Mint an API token; it is printed once and only its hash is kept.
+    Create {
+        /// The user the token acts as.
+        #[arg(long)]
+        user: String,
+        /// Comma-separated: sessions, env:read, env:write.
+        #[arg(long)]
+        scope: String,
+        /// Print `{"token": …, "id": …}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by its id (from `token create` or `token list`).
+    Revoke { id: String },
+    /// List tokens (ids, users, scopes; never the tokens).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Create a session; prints `{session_id, agent_token, mcp_url}`.
+    Create {
+        /// The user who owns the session and its env vars.
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// URL the daemon is reached at, for `mcp_url`.
+        #[arg(
+            long,
+            env = "WIDGETD_PUBLIC_URL",
+            default_value = "http://127.0.0.1:7700"
+        )]
+        public_url: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Set NAME from standard input, byte for byte (use `printf %s`, not `echo`,
+    /// unless the value should end with a newline).
+    Set {
+        name: String,
+        #[arg(long)]
+        user: String,
+        /// Set it for one session instead of globally.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Delete NAME.
+    Delete {
+        name: String,
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// List a user's env var names, scopes and provenance.
+    List {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Data keys and how many values each encrypts.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a new data key; new writes use it, old values stay readable.
+    Rotate,
+    /// Replace the master key: rewraps the data keys only. Stop the daemon first.
+    Rekey {
+        /// Read the new master key (base64 of 32 bytes) from standard input
+        /// instead of generating one.
+        #[arg(long)]
+        new_key_stdin: bool,
+    },
+    /// Re-encrypt every value still under an older data key with the newest.
+    Reencrypt,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The session whose effective env to use.
+    #[arg(long)]
+    pub session: String,
+    /// Where widgetd listens.
+    #[arg(long, env = "WIDGETD_URL", default_value = "http://127.0.0.1:7700")]
+    pub url: String,
+    /// An API token with the env:read scope.
+    #[arg(long, env = "WIDGETD_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Print values as they are instead of masking them.
+    #[arg(long)]
+    pub no_masking: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}

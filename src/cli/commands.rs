@@ -1,0 +1,464 @@
+//! What each command does. Thin: parse, call the library, print.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+use tokio::net::TcpListener;
+use zeroize::Zeroizing;
+
+use super::{
+    Cli, Command, EnvCommand, KeysCommand, ServeArgs, SessionCommand, TokenCommand, UserCommand,
+};
+use crate::auth::{self, Role, passwords, tokens::TokenScopes};
+use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
+use crate::db::{DB_FILE, Db};
+use crate::exec::{self, ExecOptions};
+use crate::ids::{SessionId, TokenId};
+use crate::secrets::{self, EnvVarName, SecretValue, Target};
+use crate::startup::{DataDir, open_data_dir};
+use crate::{AppState, Settings, clock, sessions};
+
+/// Runs a parsed command line; returns the process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let dir = cli.data_dir;
+    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        Command::Serve(args) => serve(&dir, args).await?,
+        Command::User(cmd) => user(&open_data_dir(&dir).await?, cmd).await?,
+        Command::Token(cmd) => token(&open_data_dir(&dir).await?, cmd).await?,
+        Command::Session(cmd) => session(&open_data_dir(&dir).await?, cmd).await?,
+        Command::Env(cmd) => env(&open_data_dir(&dir).await?, cmd).await?,
+        Command::Keys(cmd) => keys(open_data_dir(&dir).await?, cmd).await?,
+        Command::Backup { path } => backup(&dir, &path).await?,
+        Command::Exec(args) => {
+            let code = exec::run(ExecOptions {
+                url: args.url,
+                token: SecretString::from(args.token),
+                session: args.session,
+                masking: !args.no_masking,
+                command: args.command,
+            })
+            .await?;
+            return Ok(u8::try_from(code).unwrap_or(1));
+        }
+    }
+    Ok(0)
+}
+
+async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    let data = open_data_dir(dir).await?;
+    let admin_password = bootstrap_admin(&data).await?;
+    let listener = TcpListener::bind(args.bind).await.with_context(|| {
+        format!(
+            "cannot listen on {}; is another widgetd running? (--bind / WIDGETD_BIND)",
+            args.bind
+        )
+    })?;
+    let addr = listener.local_addr()?;
+    let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
+    let public_url = public_url.trim_end_matches('/').to_owned();
+    println!(
+        "widgetd {} listening on http://{addr}",
+        env!("CARGO_PKG_VERSION")
+    );
+    println!("  data dir:   {}", data.path.display());
+    println!(
+        "  master key: {} (back it up: without it the data cannot be read)",
+        data.master_source
+    );
+    let first_start = match admin_password {
+        Bootstrap::NotNeeded => false,
+        Bootstrap::GivenPassword => {
+            println!(
+                "\nFirst start: created the user `admin` with the password from WIDGETD_ADMIN_PASSWORD."
+            );
+            true
+        }
+        Bootstrap::Generated(password) => {
+            println!(
+                "\nFirst start: created the user `admin` with the password\n\n    {}\n",
+                password.expose_secret()
+            );
+            println!("It is shown only this once. Change it with `widgetd user passwd admin`.");
+            true
+        }
+    };
+    if first_start {
+        println!("\nNext: mint an API token for your agent host and create a session:");
+        println!("    widgetd token create --user admin --scope sessions,env:read,env:write");
+        println!(
+            "    curl -X POST -H \"Authorization: Bearer $TOKEN\" {public_url}/api/v1/sessions"
+        );
+    }
+    let db = data.db.clone();
+    let state = AppState::new(data.db, data.keyring, Settings { public_url });
+    tracing::info!(%addr, "serving");
+    crate::serve(listener, state, shutdown_signal())
+        .await
+        .context("the server failed")?;
+    db.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The first admin, created on a data dir without users.
+enum Bootstrap {
+    /// Users existed already.
+    NotNeeded,
+    /// Created with `WIDGETD_ADMIN_PASSWORD`.
+    GivenPassword,
+    /// Created with this random password, to be printed once.
+    Generated(SecretString),
+}
+
+/// On a data dir without users, creates `admin` with `WIDGETD_ADMIN_PASSWORD`
+/// or a random password.
+async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
+    let mut tx = data.db.write.begin().await?;
+    if auth::count_users(&mut tx).await? > 0 {
+        return Ok(Bootstrap::NotNeeded);
+    }
+    let (password, outcome) = match std::env::var("WIDGETD_ADMIN_PASSWORD") {
+        Ok(given) => (SecretString::from(given), Bootstrap::GivenPassword),
+        Err(_) => {
+            let password = passwords::generate();
+            let shown = SecretString::from(password.expose_secret());
+            (password, Bootstrap::Generated(shown))
+        }
+    };
+    auth::create_user(&mut tx, "admin", Role::Admin, password)
+        .await
+        .context(
+            "cannot create the first admin (check WIDGETD_ADMIN_PASSWORD: at least 12 characters)",
+        )?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("can listen for SIGTERM");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// A password from stdin (one line, the newline removed) or a generated one.
+fn password_from(stdin: bool) -> anyhow::Result<(SecretString, bool)> {
+    if !stdin {
+        return Ok((passwords::generate(), true));
+    }
+    let mut line = Zeroizing::new(String::new());
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("cannot read the password from standard input")?;
+    let password = line.strip_suffix('\n').unwrap_or(&line);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    Ok((SecretString::from(password), false))
+}
+
+async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
+    let mut tx = data.db.write.begin().await?;
+    match cmd {
+        UserCommand::Add {
+            name,
+            role,
+            password_stdin,
+        } => {
+            let (password, generated) = password_from(password_stdin)?;
+            let shown = generated.then(|| SecretString::from(password.expose_secret()));
+            let user = auth::create_user(&mut tx, &name, role, password).await?;
+            tx.commit().await?;
+            println!("added {} ({:?})", user.name, user.role);
+            if let Some(p) = shown {
+                println!("password (shown once): {}", p.expose_secret());
+            }
+        }
+        UserCommand::Passwd {
+            name,
+            password_stdin,
+        } => {
+            let (password, generated) = password_from(password_stdin)?;
+            let shown = generated.then(|| SecretString::from(password.expose_secret()));
+            auth::set_password(&mut tx, &name, password).await?;
+            tx.commit().await?;
+            println!("password of {name} changed");
+            if let Some(p) = shown {
+                println!("new password (shown once): {}", p.expose_secret());
+            }
+        }
+        UserCommand::List { json } => {
+            let users = auth::list_users(&mut tx).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&users)?);
+            } else {
+                for u in users {
+                    let state = if u.disabled { " (disabled)" } else { "" };
+                    println!("{:<24} {:?}{state}", u.name, u.role);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
+    let mut tx = data.db.write.begin().await?;
+    match cmd {
+        TokenCommand::Create { user, scope, json } => {
+            let scopes = TokenScopes::parse(&scope)?;
+            let owner = auth::find_user(&mut tx, &user).await?;
+            let (id, token) = auth::create_api_token(&mut tx, &owner.id, &scopes).await?;
+            tx.commit().await?;
+            if json {
+                println!(
+                    "{}",
+                    json!({ "token": token.expose_secret(), "id": id, "scopes": scopes })
+                );
+            } else {
+                println!("{}", token.expose_secret());
+                eprintln!("token {id} for {user} with scopes {scopes}; it is shown only this once");
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            let id =
+                TokenId::parse(&id).context("a token id is a UUID, as printed by `token list`")?;
+            auth::revoke_api_token(&mut tx, &id).await?;
+            tx.commit().await?;
+            println!("revoked {id}");
+        }
+        TokenCommand::List { json } => {
+            let rows = auth::list_api_tokens(&mut tx).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for t in rows {
+                    let state = if t.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "live"
+                    };
+                    println!(
+                        "{}  {:<16} {:<28} {state}  {}",
+                        t.id,
+                        t.user,
+                        t.scopes,
+                        clock::rfc3339(t.created_at)
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn session(data: &DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
+    let SessionCommand::Create {
+        user,
+        title,
+        public_url,
+    } = cmd;
+    let mut tx = data.db.write.begin().await?;
+    let owner = auth::find_user(&mut tx, &user).await?;
+    let title = sessions::parse_title(title.as_deref())?;
+    let new = sessions::create_session(&mut tx, &owner.id, title).await?;
+    tx.commit().await?;
+    let mcp_url = format!("{}/mcp", public_url.trim_end_matches('/'));
+    println!(
+        "{}",
+        json!({ "session_id": new.session.id, "agent_token": new.agent_token.expose_secret(), "mcp_url": mcp_url })
+    );
+    Ok(())
+}
+
+fn target_of(session: Option<String>) -> anyhow::Result<Target> {
+    match session {
+        None => Ok(Target::Global),
+        Some(id) => Ok(Target::Session(
+            SessionId::parse(&id).context("--session takes a session id (a UUID)")?,
+        )),
+    }
+}
+
+async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
+    let mut tx = data.db.write.begin().await?;
+    match cmd {
+        EnvCommand::Set {
+            name,
+            user,
+            session,
+        } => {
+            let owner = auth::find_user(&mut tx, &user).await?;
+            let name = EnvVarName::parse(&name)?;
+            let target = target_of(session)?;
+            if let Target::Session(id) = &target {
+                let s = sessions::get_session(&mut tx, id).await?;
+                anyhow::ensure!(
+                    s.creator_id == owner.id,
+                    "session {id} belongs to another user"
+                );
+            }
+            let mut raw = Zeroizing::new(String::new());
+            std::io::stdin()
+                .read_to_string(&mut raw)
+                .context("cannot read the value from standard input (it must be UTF-8)")?;
+            let value = SecretValue::parse(&name, SecretString::from(raw.as_str()))?;
+            secrets::set_value(
+                &mut tx,
+                &data.keyring,
+                &owner.id,
+                &target,
+                &name,
+                &value,
+                &owner.id,
+            )
+            .await?;
+            tx.commit().await?;
+            println!("set {name} ({}) for {user}", target.scope());
+        }
+        EnvCommand::Delete {
+            name,
+            user,
+            session,
+        } => {
+            let owner = auth::find_user(&mut tx, &user).await?;
+            let name = EnvVarName::parse(&name)?;
+            let target = target_of(session)?;
+            secrets::delete_value(&mut tx, &owner.id, &target, &name).await?;
+            tx.commit().await?;
+            println!("deleted {name} ({}) of {user}", target.scope());
+        }
+        EnvCommand::List { user, json } => {
+            let owner = auth::find_user(&mut tx, &user).await?;
+            let vars = secrets::list_env_vars(&mut tx, &owner.id).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&vars)?);
+            } else {
+                for v in vars {
+                    let session = v.session_id.map(|s| s.to_string()).unwrap_or_default();
+                    println!(
+                        "{:<32} {:<8} {session:<36} {} by {}",
+                        v.name, v.scope, v.updated_at, v.updated_by
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn keys(data: DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
+    match cmd {
+        KeysCommand::Status { json } => {
+            let status = Keyring::status(&mut *data.db.read.acquire().await?).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                for k in status {
+                    let newest = if k.newest {
+                        "  (newest: encrypts new writes)"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "key {:>3}  created {}  encrypts {} value(s){newest}",
+                        k.key_id, k.created_at, k.env_vars
+                    );
+                }
+            }
+        }
+        KeysCommand::Rotate => {
+            let mut tx = data.db.write.begin().await?;
+            let id = data.keyring.rotate(&mut tx).await?;
+            tx.commit().await?;
+            println!(
+                "created data key {id}; new writes use it. Run `widgetd keys reencrypt` to move older values onto it."
+            );
+        }
+        KeysCommand::Rekey { new_key_stdin } => rekey(&data, new_key_stdin).await?,
+        KeysCommand::Reencrypt => {
+            let moved =
+                secrets::reencrypt_all(&data.db.write, &data.keyring, 200, |done, total| {
+                    eprintln!("re-encrypted {done}/{total}");
+                })
+                .await?;
+            println!("re-encrypted {moved} value(s) with the newest data key");
+        }
+    }
+    data.db.close().await;
+    Ok(())
+}
+
+/// Rewraps the keyring under a new master key. With a key file, the new key
+/// is written beside the old one first, the database switched in one
+/// transaction, then the file renamed into place; a crash in between leaves
+/// `master.key.new`, which the next start picks up.
+async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
+    let new = if new_key_stdin {
+        let mut text = Zeroizing::new(String::new());
+        std::io::stdin().read_to_string(&mut text)?;
+        MasterKey::from_base64(&text, MasterKeySource::Env)
+            .context("the new master key on standard input")?
+    } else {
+        MasterKey::generate()
+    };
+    match &data.master_source {
+        MasterKeySource::File(path) => {
+            let staged = path.with_extension("key.new");
+            new.write_new_file(&staged).with_context(|| {
+                format!(
+                    "remove {} if a previous rekey was abandoned",
+                    staged.display()
+                )
+            })?;
+            let mut tx = data.db.write.begin().await?;
+            let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
+            tx.commit().await?;
+            std::fs::rename(&staged, path)
+                .context("the keyring was rewrapped but the key file could not be renamed")?;
+            println!(
+                "rewrapped {count} data key(s) under a new master key in {}; back that file up now",
+                path.display()
+            );
+        }
+        MasterKeySource::Env => {
+            let mut tx = data.db.write.begin().await?;
+            let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
+            tx.commit().await?;
+            println!(
+                "rewrapped {count} data key(s). Set WIDGETD_MASTER_KEY to the new key before the next start:"
+            );
+            if !new_key_stdin {
+                println!("{}", new.to_base64().as_str());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn backup(dir: &Path, target: &Path) -> anyhow::Result<()> {
+    let source = dir.join(DB_FILE);
+    if !source.exists() {
+        bail!(
+            "there is no database at {}; check --data-dir",
+            source.display()
+        );
+    }
+    let db = Db::open(&source).await?;
+    db.backup(target).await?;
+    db.close().await;
+    println!(
+        "wrote a consistent copy of {} to {}",
+        source.display(),
+        target.display()
+    );
+    println!(
+        "the master key is not in it: back up {} (or WIDGETD_MASTER_KEY) separately",
+        dir.join(crate::crypto::MASTER_KEY_FILE).display()
+    );
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! Wall-clock time as stored: Unix milliseconds, shown as RFC 3339.
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
+    i64::try_from(nanos / 1_000_000).expect("the clock is within i64 milliseconds")
+}
+
+/// RFC 3339 text for a stored timestamp.
+pub fn rfc3339(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_else(|| ms.to_string())
+}

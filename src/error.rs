@@ -1,0 +1,95 @@
+//! The one error type of the HTTP surface.
+//!
+//! Every error leaves as `{"error": {"code", "message"}}` with a stable,
+//! machine-readable `code`. Messages are written by us and name what to fix;
+//! none of them ever contains a submitted value. Internal failures are logged
+//! and answered with a generic message.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::crypto::CryptoError;
+
+/// An error answered to an HTTP client.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The request could not be read (not JSON, malformed, wrong shape).
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    /// The request was understood but its content is not acceptable.
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    /// No credential, or one that does not resolve to a live principal.
+    #[error("{message}")]
+    Unauthenticated { code: &'static str, message: String },
+    /// A valid credential that may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The resource does not exist or the caller may not know it does.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The resource is not in a state that allows this.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    /// A ciphertext did not decrypt: data was tampered with or the key is wrong.
+    #[error(transparent)]
+    Crypto(#[from] CryptoError),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl AppError {
+    /// A 422 with a stable code and a message that says what to fix.
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
+            Self::Invalid { code, .. } => (StatusCode::UNPROCESSABLE_ENTITY, code),
+            Self::Unauthenticated { code, .. } => (StatusCode::UNAUTHORIZED, code),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
+            Self::Crypto(_) | Self::Database(_) | Self::Internal(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            }
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = if status.is_server_error() {
+            // Bound parameters never appear in these errors, so logging them is
+            // safe; the client learns only that something failed on our side.
+            tracing::error!(error = %self, "request failed");
+            "internal error; the server log has the details".to_owned()
+        } else {
+            self.to_string()
+        };
+        let mut response = (
+            status,
+            Json(json!({ "error": { "code": code, "message": message } })),
+        )
+            .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert("www-authenticate", "Bearer".parse().expect("static header"));
+        }
+        response
+    }
+}
+
+/// Result alias for handlers and domain functions reached from HTTP.
+pub type AppResult<T> = Result<T, AppError>;

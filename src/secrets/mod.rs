@@ -1,0 +1,240 @@
+//! The env var vault: values encrypted per row, owned by a user, scoped
+//! globally or to one session, and the effective env that a session's next
+//! agent turn receives.
+
+pub mod api;
+mod names;
+mod store;
+
+use std::collections::BTreeMap;
+
+use secrecy::SecretString;
+use serde::Serialize;
+use sqlx::SqliteConnection;
+use tracing::instrument;
+
+pub use names::{EnvVarName, MAX_VALUE_BYTES, SecretValue};
+
+use crate::clock;
+use crate::crypto::{CryptoError, Keyring, aad};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use store::{NewValue, StoredValue};
+
+const ENV_AAD: &str = "widgetd/env/v1";
+
+/// Where a value applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Every session of the owner.
+    Global,
+    /// One session; overrides a global value of the same name.
+    Session(SessionId),
+}
+
+impl Target {
+    fn session(&self) -> Option<&SessionId> {
+        match self {
+            Self::Global => None,
+            Self::Session(id) => Some(id),
+        }
+    }
+
+    /// `global` or `session`, as shown to people and agents.
+    pub fn scope(&self) -> &'static str {
+        match self {
+            Self::Global => "global",
+            Self::Session(_) => "session",
+        }
+    }
+}
+
+/// The AAD that binds a ciphertext to its row: owner, scope, session, name
+/// and key. A ciphertext moved to any other row fails to open.
+fn row_aad(owner: &UserId, session: Option<&SessionId>, name: &str, key_id: i64) -> Vec<u8> {
+    let scope = if session.is_some() {
+        "session"
+    } else {
+        "global"
+    };
+    let session = session.map(SessionId::as_str).unwrap_or_default();
+    aad(
+        ENV_AAD,
+        &[
+            owner.as_str().as_bytes(),
+            scope.as_bytes(),
+            session.as_bytes(),
+            name.as_bytes(),
+            &key_id.to_be_bytes(),
+        ],
+    )
+}
+
+/// Encrypts and stores `value`, replacing any value at the same place. Call
+/// inside a write transaction.
+#[instrument(skip_all)]
+pub async fn set_value(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    owner: &UserId,
+    target: &Target,
+    name: &EnvVarName,
+    value: &SecretValue,
+    actor: &UserId,
+) -> AppResult<()> {
+    let key = keyring.for_write(conn).await.map_err(keyring_error)?;
+    let session = target.session();
+    let sealed = key.seal(
+        &row_aad(owner, session, name.as_str(), key.id),
+        value.expose().as_bytes(),
+    );
+    store::delete(conn, owner, session, name.as_str()).await?;
+    store::insert(
+        conn,
+        &NewValue {
+            owner,
+            session,
+            name: name.as_str(),
+            key_id: key.id,
+            nonce: &sealed.nonce,
+            ciphertext: &sealed.ciphertext,
+            actor,
+            now: clock::now_ms(),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes a value; 404 when there was none at that place.
+pub async fn delete_value(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    target: &Target,
+    name: &EnvVarName,
+) -> AppResult<()> {
+    if store::delete(conn, owner, target.session(), name.as_str()).await? {
+        Ok(())
+    } else {
+        Err(AppError::NotFound("env var"))
+    }
+}
+
+/// What people may see of a stored value: never the value.
+#[derive(Debug, Serialize)]
+pub struct EnvVarInfo {
+    pub name: String,
+    pub scope: &'static str,
+    pub session_id: Option<SessionId>,
+    pub updated_at: String,
+    pub updated_by: String,
+    pub key_id: i64,
+}
+
+/// The owner's values, by name then scope (global first).
+pub async fn list_env_vars(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+) -> AppResult<Vec<EnvVarInfo>> {
+    Ok(store::list_info(conn, owner)
+        .await?
+        .into_iter()
+        .map(|row| EnvVarInfo {
+            scope: if row.session_id.is_some() {
+                "session"
+            } else {
+                "global"
+            },
+            name: row.name,
+            session_id: row.session_id,
+            updated_at: clock::rfc3339(row.updated_at),
+            updated_by: row.updated_by,
+            key_id: row.key_id,
+        })
+        .collect())
+}
+
+/// A session's decrypted env: the owner's global values overridden by the
+/// session's own. Only the executor path may ever hold one.
+pub struct EffectiveEnv(pub BTreeMap<String, SecretString>);
+
+async fn decrypt(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    row: &StoredValue,
+) -> AppResult<SecretString> {
+    let key = keyring.get(conn, row.key_id).await.map_err(keyring_error)?;
+    let aad = row_aad(
+        &row.owner_id,
+        row.session_id.as_ref(),
+        &row.name,
+        row.key_id,
+    );
+    let plain = key.open(&aad, &row.nonce, &row.ciphertext)?;
+    let text = std::str::from_utf8(&plain).map_err(|_| CryptoError::Open)?;
+    Ok(SecretString::from(text))
+}
+
+/// The effective env of `session`, whose creator is `owner`.
+#[instrument(skip_all)]
+pub async fn effective_env(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    owner: &UserId,
+    session: &SessionId,
+) -> AppResult<EffectiveEnv> {
+    let mut env = BTreeMap::new();
+    for row in store::effective_rows(conn, owner, session).await? {
+        let value = decrypt(conn, keyring, &row).await?;
+        env.insert(row.name, value);
+    }
+    Ok(EffectiveEnv(env))
+}
+
+/// Re-encrypts every value not yet under the newest data key, in batches of
+/// `batch` rows per transaction so that a running daemon is never blocked
+/// for long. Calls `progress(done, total)` after each batch.
+#[instrument(skip_all)]
+pub async fn reencrypt_all(
+    pool: &sqlx::SqlitePool,
+    keyring: &Keyring,
+    batch: i64,
+    mut progress: impl FnMut(i64, i64),
+) -> AppResult<i64> {
+    let mut conn = pool.acquire().await?;
+    let newest = keyring.for_write(&mut conn).await.map_err(keyring_error)?;
+    let total = store::count_not_on_key(&mut conn, newest.id).await?;
+    drop(conn);
+    let mut done = 0;
+    loop {
+        let mut tx = pool.begin().await?;
+        let rows = store::rows_not_on_key(&mut tx, newest.id, batch).await?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            let value = decrypt(&mut tx, keyring, row).await?;
+            let aad = row_aad(&row.owner_id, row.session_id.as_ref(), &row.name, newest.id);
+            let sealed = newest.seal(
+                &aad,
+                secrecy::ExposeSecret::expose_secret(&value).as_bytes(),
+            );
+            store::replace_ciphertext(
+                &mut tx,
+                row.id,
+                newest.id,
+                &sealed.nonce,
+                &sealed.ciphertext,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        done += i64::try_from(rows.len()).expect("batch fits i64");
+        progress(done, total);
+    }
+    Ok(done)
+}
+
+fn keyring_error(err: crate::crypto::KeyringError) -> AppError {
+    AppError::Internal(err.into())
+}

@@ -1,0 +1,149 @@
+//! SQL of the `env_vars` table. Ciphertexts only: plaintext never gets here.
+
+use sqlx::SqliteConnection;
+
+use crate::ids::{SessionId, UserId};
+
+/// One stored value, still encrypted.
+#[derive(sqlx::FromRow)]
+pub(super) struct StoredValue {
+    pub id: i64,
+    pub owner_id: UserId,
+    pub session_id: Option<SessionId>,
+    pub name: String,
+    pub key_id: i64,
+    pub nonce: Vec<u8>,
+    pub ciphertext: Vec<u8>,
+}
+
+const STORED_COLUMNS: &str = "id, owner_id, session_id, name, key_id, nonce, ciphertext";
+
+/// Fields of a new row.
+pub(super) struct NewValue<'a> {
+    pub owner: &'a UserId,
+    pub session: Option<&'a SessionId>,
+    pub name: &'a str,
+    pub key_id: i64,
+    pub nonce: &'a [u8],
+    pub ciphertext: &'a [u8],
+    pub actor: &'a UserId,
+    pub now: i64,
+}
+
+pub(super) async fn delete(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    session: Option<&SessionId>,
+    name: &str,
+) -> sqlx::Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM env_vars WHERE owner_id = ? AND session_id IS ? AND name = ?")
+            .bind(owner)
+            .bind(session)
+            .bind(name)
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(super) async fn insert(conn: &mut SqliteConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO env_vars (owner_id, scope, session_id, name, key_id, nonce, ciphertext, updated_at, updated_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(v.owner)
+    .bind(if v.session.is_some() { "session" } else { "global" })
+    .bind(v.session)
+    .bind(v.name)
+    .bind(v.key_id)
+    .bind(v.nonce)
+    .bind(v.ciphertext)
+    .bind(v.now)
+    .bind(v.actor)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The owner's global values, then the session's: later rows override.
+pub(super) async fn effective_rows(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    session: &SessionId,
+) -> sqlx::Result<Vec<StoredValue>> {
+    sqlx::query_as(&format!(
+        "SELECT {STORED_COLUMNS} FROM env_vars
+         WHERE owner_id = ? AND (session_id IS NULL OR session_id = ?)
+         ORDER BY session_id IS NOT NULL, name"
+    ))
+    .bind(owner)
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+/// Up to `limit` rows encrypted under a key other than `key_id`.
+pub(super) async fn rows_not_on_key(
+    conn: &mut SqliteConnection,
+    key_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<StoredValue>> {
+    sqlx::query_as(&format!(
+        "SELECT {STORED_COLUMNS} FROM env_vars WHERE key_id <> ? ORDER BY id LIMIT ?"
+    ))
+    .bind(key_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+pub(super) async fn count_not_on_key(
+    conn: &mut SqliteConnection,
+    key_id: i64,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE key_id <> ?")
+        .bind(key_id)
+        .fetch_one(conn)
+        .await
+}
+
+pub(super) async fn replace_ciphertext(
+    conn: &mut SqliteConnection,
+    id: i64,
+    key_id: i64,
+    nonce: &[u8],
+    ciphertext: &[u8],
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE env_vars SET key_id = ?, nonce = ?, ciphertext = ? WHERE id = ?")
+        .bind(key_id)
+        .bind(nonce)
+        .bind(ciphertext)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Names and provenance of an owner's values, as listed to people.
+#[derive(sqlx::FromRow)]
+pub(super) struct InfoRow {
+    pub name: String,
+    pub session_id: Option<SessionId>,
+    pub updated_at: i64,
+    pub updated_by: String,
+    pub key_id: i64,
+}
+
+pub(super) async fn list_info(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+) -> sqlx::Result<Vec<InfoRow>> {
+    sqlx::query_as(
+        "SELECT e.name, e.session_id, e.updated_at, u.name AS updated_by, e.key_id
+         FROM env_vars e JOIN users u ON u.id = e.updated_by
+         WHERE e.owner_id = ? ORDER BY e.name, e.session_id IS NOT NULL, e.session_id",
+    )
+    .bind(owner)
+    .fetch_all(conn)
+    .await
+}

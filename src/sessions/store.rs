@@ -1,0 +1,57 @@
+//! SQL of sessions and their agent tokens.
+
+use sqlx::SqliteConnection;
+
+use super::Session;
+use crate::ids::SessionId;
+
+pub(super) async fn insert_session(conn: &mut SqliteConnection, s: &Session) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES (?, ?, ?, ?)")
+        .bind(&s.id)
+        .bind(&s.creator_id)
+        .bind(&s.title)
+        .bind(s.created_at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn insert_agent_token(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    hash: &[u8],
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO agent_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)")
+        .bind(hash)
+        .bind(session)
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn find_session(
+    conn: &mut SqliteConnection,
+    id: &SessionId,
+) -> sqlx::Result<Option<Session>> {
+    sqlx::query_as(
+        "SELECT id, creator_id, title, created_at, archived_at FROM sessions WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub(super) async fn find_live_agent_token(
+    conn: &mut SqliteConnection,
+    hash: &[u8],
+) -> sqlx::Result<Option<SessionId>> {
+    sqlx::query_scalar(
+        "SELECT s.id FROM agent_tokens t JOIN sessions s ON s.id = t.session_id
+         WHERE t.token_hash = ? AND s.archived_at IS NULL",
+    )
+    .bind(hash)
+    .fetch_optional(conn)
+    .await
+}

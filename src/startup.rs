@@ -1,0 +1,100 @@
+//! Opening a data dir: the master key first, then the database, and the
+//! keyring checked against the key before anything is written.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use crate::crypto::{Keyring, MASTER_KEY_FILE, MasterKey, MasterKeySource};
+use crate::db::{DB_FILE, Db};
+
+/// Name of the environment variable that may carry the master key.
+pub const MASTER_KEY_ENV: &str = "WIDGETD_MASTER_KEY";
+
+/// An opened, migrated data dir with its unlocked keyring.
+pub struct DataDir {
+    pub path: PathBuf,
+    pub db: Db,
+    pub keyring: Keyring,
+    pub master: MasterKey,
+    pub master_source: MasterKeySource,
+    /// Whether this start created the data dir's database.
+    pub created: bool,
+}
+
+/// Where the master key comes from: `WIDGETD_MASTER_KEY` if set, else the key
+/// file, created only when the database does not exist yet.
+fn load_master_key(dir: &Path, db_exists: bool) -> anyhow::Result<(MasterKey, MasterKeySource)> {
+    if let Ok(text) = std::env::var(MASTER_KEY_ENV) {
+        return Ok((
+            MasterKey::from_base64(&text, MasterKeySource::Env)?,
+            MasterKeySource::Env,
+        ));
+    }
+    let path = dir.join(MASTER_KEY_FILE);
+    let source = MasterKeySource::File(path.clone());
+    if let Some(key) = MasterKey::read_file(&path)? {
+        return Ok((key, source));
+    }
+    if db_exists {
+        bail!(
+            "{} holds encrypted data but there is no master key: set {MASTER_KEY_ENV} or restore {} from your backup",
+            dir.display(),
+            path.display()
+        );
+    }
+    let key = MasterKey::generate();
+    key.write_new_file(&path)?;
+    Ok((key, source))
+}
+
+fn create_dir_private(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create the data dir {}", dir.display()))
+}
+
+/// Opens (creating on first use) the data dir. A wrong or malformed master
+/// key fails before the database is written to.
+pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
+    create_dir_private(dir)?;
+    let db_path = dir.join(DB_FILE);
+    let db_exists = db_path.exists();
+    let (master, master_source) = load_master_key(dir, db_exists)?;
+    let db = Db::open(&db_path).await?;
+    if db_exists && db.has_table("keyring").await? {
+        let mut conn = db.read.acquire().await?;
+        let checked = Keyring::load(&mut conn, &master, &master_source).await;
+        drop(conn);
+        if let Err(err) = checked {
+            db.close().await;
+            return Err(err.into());
+        }
+    }
+    db.migrate().await?;
+    let keyring = {
+        let mut conn = db.write.acquire().await?;
+        let keyring = Keyring::load(&mut conn, &master, &master_source).await?;
+        if keyring.is_empty() {
+            keyring
+                .rotate(&mut conn)
+                .await
+                .context("cannot create the first data key")?;
+        }
+        keyring
+    };
+    Ok(DataDir {
+        path: dir.to_owned(),
+        db,
+        keyring,
+        master,
+        master_source,
+        created: !db_exists,
+    })
+}
