@@ -72,7 +72,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
                 inner.line(),
                 inner.column()
             ),
-            Category::Data => format!("{} (at `{path}`)", describe_data_error(&inner)),
+            Category::Data => format!("{} (at `{path}`)", describe_data_error(&inner.to_string())),
         };
         bad_request("invalid_body", message)
     })
@@ -80,21 +80,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
 
 /// Deserializes a query string (`None` = no query) with the same care.
 pub fn parse_query<T: DeserializeOwned>(query: Option<&str>) -> AppResult<T> {
-    serde_urlencoded::from_str(query.unwrap_or_default()).map_err(|err| {
-        let text = err.to_string();
-        let message = match text.find("expected") {
-            _ if text.starts_with("unknown field") || text.starts_with("missing field") => text,
-            Some(at) => format!("invalid query parameter: {}", &text[at..]),
-            None => "invalid query parameter".to_owned(),
-        };
-        bad_request("invalid_query", message)
-    })
+    serde_urlencoded::from_str(query.unwrap_or_default())
+        .map_err(|err| bad_request("invalid_query", describe_data_error(&err.to_string())))
 }
 
 /// serde's data errors name fields (safe) but also quote values (not safe):
 /// keep the field names and the "expected …" part only.
-fn describe_data_error(err: &serde_json::Error) -> String {
-    let text = err.to_string();
+fn describe_data_error(text: &str) -> String {
     let text = text.split(" at line ").next().unwrap_or_default();
     if ["unknown field", "missing field", "duplicate field"]
         .iter()
@@ -102,8 +94,10 @@ fn describe_data_error(err: &serde_json::Error) -> String {
     {
         return text.to_owned();
     }
-    match text.find("expected") {
-        Some(at) => format!("wrong type or value: {}", &text[at..]),
+    // Any quoted input stands before the last ", expected"; what follows it
+    // describes our own types.
+    match text.rfind(", expected ") {
+        Some(at) => format!("wrong type or value: {}", &text[at + 2..]),
         None => "wrong type or value".to_owned(),
     }
 }
@@ -137,6 +131,7 @@ mod tests {
             format!(r#"{{"value": "{canary}"#),
             format!(r#"{{"value": "{canary}", "flag": true, "value": "{canary}"}}"#),
             format!(r#"["{canary}"]"#),
+            format!(r#"{{"value": "x", "flag": "expected-{canary}"}}"#),
         ] {
             let m = message(&body);
             assert!(!m.contains(canary), "{m}");

@@ -16,7 +16,7 @@ pub use commands::run;
 /// Lets AI agents ask people for input through inline widgets, and keeps
 /// the secrets people type out of the model.
 #[derive(Debug, Parser)]
-#[command(name = "widgetd", version, args_conflicts_with_subcommands = true)]
+#[command(name = "widgetd", version)]
 pub struct Cli {
     /// Where widgetd keeps its database and master key file.
     #[arg(
@@ -26,11 +26,24 @@ pub struct Cli {
         global = true
     )]
     pub data_dir: PathBuf,
+    /// With no command, widgetd serves.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// With no command, widgetd serves.
+}
+
+/// `serve`'s arguments when no command is given: from the environment or
+/// their defaults.
+#[derive(Debug, Parser)]
+struct DefaultServe {
     #[command(flatten)]
-    pub serve: ServeArgs,
+    args: ServeArgs,
+}
+
+impl ServeArgs {
+    /// The arguments `widgetd` alone serves with.
+    pub fn from_env() -> Self {
+        DefaultServe::parse_from(["widgetd"]).args
+    }
 }
 
 #[derive(Debug, Subcommand)]

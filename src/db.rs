@@ -56,6 +56,14 @@ impl Db {
             .context("cannot apply database migrations")
     }
 
+    /// Starts a write transaction that takes the write lock at once
+    /// (`BEGIN IMMEDIATE`): a transaction that reads first and writes later
+    /// could otherwise fail with SQLITE_BUSY when another process (the CLI
+    /// beside a running daemon) committed in between.
+    pub async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.write.begin_with("BEGIN IMMEDIATE").await
+    }
+
     /// Whether the schema exists yet (false on a brand-new file).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
         let found: Option<i64> =
@@ -74,6 +82,9 @@ impl Db {
             "{} already exists; choose a new file name",
             target.display()
         );
+        // Created empty and private first: VACUUM INTO fills an empty file,
+        // and would otherwise create it with the default, world-readable mode.
+        create_private_file(target)?;
         let target = target
             .to_str()
             .context("the backup path is not valid UTF-8")?;

@@ -60,6 +60,43 @@ fn create_dir_private(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create the data dir {}", dir.display()))
 }
 
+/// Checks that `master` unwraps the existing keyring, reading only. If it
+/// does not and a `keys rekey` was interrupted after its transaction but
+/// before renaming the staged `master.key.new`, the staged key is tried and,
+/// if it fits, moved into place.
+async fn check_master_key(
+    db: &Db,
+    db_exists: bool,
+    master: MasterKey,
+    source: &MasterKeySource,
+) -> anyhow::Result<MasterKey> {
+    if !db_exists || !db.has_table("keyring").await? {
+        return Ok(master);
+    }
+    let mut conn = db.read.acquire().await?;
+    let err = match Keyring::load(&mut conn, &master, source).await {
+        Ok(_) => return Ok(master),
+        Err(err) => err,
+    };
+    let MasterKeySource::File(path) = source else {
+        return Err(err.into());
+    };
+    let staged = path.with_extension("key.new");
+    let Some(candidate) = MasterKey::read_file(&staged)? else {
+        return Err(err.into());
+    };
+    if Keyring::load(&mut conn, &candidate, source).await.is_err() {
+        return Err(err.into());
+    }
+    std::fs::rename(&staged, path)
+        .with_context(|| format!("cannot move {} into place", staged.display()))?;
+    tracing::warn!(
+        "completed an interrupted `keys rekey`: {} is now the master key",
+        path.display()
+    );
+    Ok(candidate)
+}
+
 /// Opens (creating on first use) the data dir. A wrong or malformed master
 /// key fails before the database is written to.
 pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
@@ -68,15 +105,13 @@ pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
     let db_exists = db_path.exists();
     let (master, master_source) = load_master_key(dir, db_exists)?;
     let db = Db::open(&db_path).await?;
-    if db_exists && db.has_table("keyring").await? {
-        let mut conn = db.read.acquire().await?;
-        let checked = Keyring::load(&mut conn, &master, &master_source).await;
-        drop(conn);
-        if let Err(err) = checked {
+    let master = match check_master_key(&db, db_exists, master, &master_source).await {
+        Ok(master) => master,
+        Err(err) => {
             db.close().await;
-            return Err(err.into());
+            return Err(err);
         }
-    }
+    };
     db.migrate().await?;
     let keyring = {
         let mut conn = db.write.acquire().await?;

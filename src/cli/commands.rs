@@ -24,14 +24,12 @@ use crate::{AppState, Settings, clock, sessions};
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     let dir = cli.data_dir;
-    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
-        Command::Serve(args) => serve(&dir, args).await?,
-        Command::User(cmd) => user(&open_data_dir(&dir).await?, cmd).await?,
-        Command::Token(cmd) => token(&open_data_dir(&dir).await?, cmd).await?,
-        Command::Session(cmd) => session(&open_data_dir(&dir).await?, cmd).await?,
-        Command::Env(cmd) => env(&open_data_dir(&dir).await?, cmd).await?,
-        Command::Keys(cmd) => keys(open_data_dir(&dir).await?, cmd).await?,
-        Command::Backup { path } => backup(&dir, &path).await?,
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Serve(ServeArgs::from_env()));
+    let admin = match command {
+        Command::Serve(args) => return serve(&dir, args).await.map(|()| 0),
+        Command::Backup { path } => return backup(&dir, &path).await.map(|()| 0),
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
                 url: args.url,
@@ -43,19 +41,46 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             .await?;
             return Ok(u8::try_from(code).unwrap_or(1));
         }
-    }
-    Ok(0)
+        Command::User(cmd) => Admin::User(cmd),
+        Command::Token(cmd) => Admin::Token(cmd),
+        Command::Session(cmd) => Admin::Session(cmd),
+        Command::Env(cmd) => Admin::Env(cmd),
+        Command::Keys(cmd) => Admin::Keys(cmd),
+    };
+    let data = open_data_dir(&dir).await?;
+    let result = match admin {
+        Admin::User(cmd) => user(&data, cmd).await,
+        Admin::Token(cmd) => token(&data, cmd).await,
+        Admin::Session(cmd) => session(&data, cmd).await,
+        Admin::Env(cmd) => env(&data, cmd).await,
+        Admin::Keys(cmd) => keys(&data, cmd).await,
+    };
+    // Closing checkpoints the WAL, so the database file is complete and
+    // stable once the command returns.
+    data.db.close().await;
+    result.map(|()| 0)
+}
+
+/// The commands that work on an opened data dir.
+enum Admin {
+    User(UserCommand),
+    Token(TokenCommand),
+    Session(SessionCommand),
+    Env(EnvCommand),
+    Keys(KeysCommand),
 }
 
 async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let data = open_data_dir(dir).await?;
-    let admin_password = bootstrap_admin(&data).await?;
+    // Bind before creating the first admin: if the port is taken, a
+    // generated password must not be committed without being shown.
     let listener = TcpListener::bind(args.bind).await.with_context(|| {
         format!(
             "cannot listen on {}; is another widgetd running? (--bind / WIDGETD_BIND)",
             args.bind
         )
     })?;
+    let admin_password = bootstrap_admin(&data).await?;
     let addr = listener.local_addr()?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
     let public_url = public_url.trim_end_matches('/').to_owned();
@@ -116,7 +141,7 @@ enum Bootstrap {
 /// On a data dir without users, creates `admin` with `WIDGETD_ADMIN_PASSWORD`
 /// or a random password.
 async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
-    let mut tx = data.db.write.begin().await?;
+    let mut tx = data.db.begin_write().await?;
     if auth::count_users(&mut tx).await? > 0 {
         return Ok(Bootstrap::NotNeeded);
     }
@@ -162,7 +187,7 @@ fn password_from(stdin: bool) -> anyhow::Result<(SecretString, bool)> {
 }
 
 async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.write.begin().await?;
+    let mut tx = data.db.begin_write().await?;
     match cmd {
         UserCommand::Add {
             name,
@@ -207,7 +232,7 @@ async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
 }
 
 async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.write.begin().await?;
+    let mut tx = data.db.begin_write().await?;
     match cmd {
         TokenCommand::Create { user, scope, json } => {
             let scopes = TokenScopes::parse(&scope)?;
@@ -262,7 +287,7 @@ async fn session(data: &DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
         title,
         public_url,
     } = cmd;
-    let mut tx = data.db.write.begin().await?;
+    let mut tx = data.db.begin_write().await?;
     let owner = auth::find_user(&mut tx, &user).await?;
     let title = sessions::parse_title(title.as_deref())?;
     let new = sessions::create_session(&mut tx, &owner.id, title).await?;
@@ -285,7 +310,7 @@ fn target_of(session: Option<String>) -> anyhow::Result<Target> {
 }
 
 async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.write.begin().await?;
+    let mut tx = data.db.begin_write().await?;
     match cmd {
         EnvCommand::Set {
             name,
@@ -351,7 +376,7 @@ async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn keys(data: DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
+async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
     match cmd {
         KeysCommand::Status { json } => {
             let status = Keyring::status(&mut *data.db.read.acquire().await?).await?;
@@ -372,24 +397,22 @@ async fn keys(data: DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
             }
         }
         KeysCommand::Rotate => {
-            let mut tx = data.db.write.begin().await?;
+            let mut tx = data.db.begin_write().await?;
             let id = data.keyring.rotate(&mut tx).await?;
             tx.commit().await?;
             println!(
                 "created data key {id}; new writes use it. Run `widgetd keys reencrypt` to move older values onto it."
             );
         }
-        KeysCommand::Rekey { new_key_stdin } => rekey(&data, new_key_stdin).await?,
+        KeysCommand::Rekey { new_key_stdin } => rekey(data, new_key_stdin).await?,
         KeysCommand::Reencrypt => {
-            let moved =
-                secrets::reencrypt_all(&data.db.write, &data.keyring, 200, |done, total| {
-                    eprintln!("re-encrypted {done}/{total}");
-                })
-                .await?;
+            let moved = secrets::reencrypt_all(&data.db, &data.keyring, 200, |done, total| {
+                eprintln!("re-encrypted {done}/{total}");
+            })
+            .await?;
             println!("re-encrypted {moved} value(s) with the newest data key");
         }
     }
-    data.db.close().await;
     Ok(())
 }
 
@@ -415,7 +438,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
                     staged.display()
                 )
             })?;
-            let mut tx = data.db.write.begin().await?;
+            let mut tx = data.db.begin_write().await?;
             let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
             tx.commit().await?;
             std::fs::rename(&staged, path)
@@ -426,7 +449,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
             );
         }
         MasterKeySource::Env => {
-            let mut tx = data.db.write.begin().await?;
+            let mut tx = data.db.begin_write().await?;
             let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
             tx.commit().await?;
             println!(

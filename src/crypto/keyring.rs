@@ -165,7 +165,7 @@ impl Keyring {
         conn: &mut SqliteConnection,
     ) -> Result<Arc<DataKey>, KeyringError> {
         let newest = store::newest_id(conn).await?.unwrap_or(0);
-        Ok(self.get(conn, newest).await?)
+        self.get(conn, newest).await
     }
 
     /// The data key `key_id`, loading keys added by another process if needed.

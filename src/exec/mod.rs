@@ -50,7 +50,12 @@ async fn fetch_env(opts: &ExecOptions) -> anyhow::Result<BTreeMap<String, Secret
         opts.url.trim_end_matches('/'),
         opts.session
     );
-    let response = reqwest::Client::new()
+    // No proxy: the token and the values go straight to the daemon.
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .context("cannot set up the HTTP client")?;
+    let response = client
         .get(&url)
         .bearer_auth(opts.token.expose_secret())
         .send()
@@ -95,6 +100,14 @@ pub async fn run(opts: ExecOptions) -> anyhow::Result<i32> {
         .context("give the command to run after `--`")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(Stdio::inherit());
+    // The child is often the agent itself: it must not inherit our token
+    // (which reads every value of the user's sessions) or any other widgetd
+    // setting.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("WIDGETD_") {
+            command.env_remove(name);
+        }
+    }
     for (name, value) in &env {
         command.env(name, value.expose_secret());
     }

@@ -123,7 +123,7 @@ async fn put_env_var(
         session_id: body.session_id,
     };
     let target = target(&state, user, &placement).await?;
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin_write().await?;
     set_value(&mut tx, &state.keyring, user, &target, &name, &value, user).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
@@ -139,7 +139,7 @@ async fn delete_env_var(
     let placement: Placement = parse_query(query.as_deref())?;
     let name = EnvVarName::parse(&name)?;
     let target = target(&state, user, &placement).await?;
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin_write().await?;
     delete_value(&mut tx, user, &target, &name).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)

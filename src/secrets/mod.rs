@@ -196,18 +196,18 @@ pub async fn effective_env(
 /// for long. Calls `progress(done, total)` after each batch.
 #[instrument(skip_all)]
 pub async fn reencrypt_all(
-    pool: &sqlx::SqlitePool,
+    db: &crate::db::Db,
     keyring: &Keyring,
     batch: i64,
     mut progress: impl FnMut(i64, i64),
 ) -> AppResult<i64> {
-    let mut conn = pool.acquire().await?;
+    let mut conn = db.read.acquire().await?;
     let newest = keyring.for_write(&mut conn).await.map_err(keyring_error)?;
     let total = store::count_not_on_key(&mut conn, newest.id).await?;
     drop(conn);
     let mut done = 0;
     loop {
-        let mut tx = pool.begin().await?;
+        let mut tx = db.begin_write().await?;
         let rows = store::rows_not_on_key(&mut tx, newest.id, batch).await?;
         if rows.is_empty() {
             break;

@@ -42,7 +42,7 @@ async fn create_session_api(
     let creator = principal.user_with_scope(TokenScope::Sessions)?;
     let body = body.map(|b| b.0).unwrap_or_default();
     let title = parse_title(body.title.as_deref())?;
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin_write().await?;
     let new = create_session(&mut tx, creator, title).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, Json(new_session_json(&state, &new))))

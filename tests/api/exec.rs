@@ -1,0 +1,137 @@
+//! `widgetd exec` against a live daemon: env injection, exit codes, masking.
+
+use std::process::Output;
+
+use serde_json::json;
+use widgetd::auth::Role;
+
+use crate::helpers::{TestApp, spawn_app, stderr, stdout, widgetd};
+
+struct Fixture {
+    app: TestApp,
+    token: String,
+    session: String,
+}
+
+async fn fixture(values: &[(&str, &str)]) -> Fixture {
+    let app = spawn_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let token = app.token(&alice, "sessions,env:read,env:write").await;
+    let (session, _) = app.session(&token).await;
+    for (name, value) in values {
+        let r = app
+            .put_env(
+                &token,
+                name,
+                &json!({ "value": value, "scope": "session", "session_id": session }),
+            )
+            .await;
+        assert_eq!(r.status(), 204);
+    }
+    Fixture {
+        app,
+        token,
+        session,
+    }
+}
+
+impl Fixture {
+    /// Runs `sh -c script` under `widgetd exec` (off the async runtime).
+    async fn exec(&self, extra: &[&str], script: &str) -> Output {
+        let mut command = widgetd(&self.app.data_dir());
+        command
+            .args(["exec", "--session", &self.session, "--url", &self.app.url])
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .env("WIDGETD_TOKEN", &self.token)
+            .env("WIDGETD_URL", &self.app.url);
+        tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn exec_injects_the_env_and_passes_the_exit_code_through() {
+    let f = fixture(&[("API_KEY", "k-123 with spaces")]).await;
+    let out = f
+        .exec(&[], r#"test "$API_KEY" = "k-123 with spaces" && exit 42"#)
+        .await;
+    assert_eq!(out.status.code(), Some(42), "{}", stderr(&out));
+    // The child never sees the token that fetched its env.
+    let out = f
+        .exec(&[], r#"test -z "$WIDGETD_TOKEN" && test -z "$WIDGETD_URL""#)
+        .await;
+    assert_eq!(out.status.code(), Some(0));
+    let out = f.exec(&[], "kill -TERM $$").await;
+    assert_eq!(out.status.code(), Some(128 + 15));
+}
+
+#[tokio::test]
+async fn exec_masks_values_in_stdout_and_stderr_unless_told_not_to() {
+    let pem = "-----BEGIN KEY-----\nMIIEpAIBAAKCAQEAxyz\n-----END KEY-----\n";
+    let f = fixture(&[("API_KEY", "sk-live-abcdef"), ("PEM", pem)]).await;
+    let script = r#"echo "key=$API_KEY"; printf '%s' "$PEM" >&2; echo "line: MIIEpAIBAAKCAQEAxyz""#;
+    let out = f.exec(&[], script).await;
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "key=<concealed by widgetd>\nline: <concealed by widgetd>\n"
+    );
+    assert_eq!(stderr(&out), "<concealed by widgetd>");
+
+    let out = f.exec(&["--no-masking"], script).await;
+    assert_eq!(
+        stdout(&out),
+        "key=sk-live-abcdef\nline: MIIEpAIBAAKCAQEAxyz\n"
+    );
+    assert_eq!(stderr(&out), pem);
+}
+
+#[tokio::test]
+async fn exec_explains_refusals() {
+    let f = fixture(&[("API_KEY", "v")]).await;
+    let mut command = widgetd(&f.app.data_dir());
+    command
+        .args([
+            "exec",
+            "--session",
+            &f.session,
+            "--url",
+            &f.app.url,
+            "--",
+            "true",
+        ])
+        .env("WIDGETD_TOKEN", "wdt_revoked-or-bogus");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("widgetd refused to hand out the env"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("(invalid_token)"));
+
+    let mut command = widgetd(&f.app.data_dir());
+    command
+        .args([
+            "exec",
+            "--session",
+            &f.session,
+            "--url",
+            "http://127.0.0.1:9",
+            "--",
+            "true",
+        ])
+        .env("WIDGETD_TOKEN", &f.token);
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        stderr(&out).contains("cannot reach widgetd"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,10 @@
+//! Integration tests: a real SQLite file per test, real HTTP on a real port,
+//! and the real `widgetd` binary where the command line is under test.
+
+mod canary;
+mod cli;
+mod env_api;
+mod exec;
+mod helpers;
+mod sessions;
+mod vault;
