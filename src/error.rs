@@ -27,12 +27,18 @@ pub enum AppError {
     /// A valid credential that may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// A cookie-authenticated change that did not come from our own pages.
+    #[error("{message}")]
+    Csrf { code: &'static str, message: String },
     /// The resource does not exist or the caller may not know it does.
     #[error("{0} not found")]
     NotFound(&'static str),
     /// The resource is not in a state that allows this.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// A widget left `pending` already; the body carries its status.
+    #[error("the widget is already {}; nothing was changed", .0.as_str())]
+    WidgetNotPending(crate::widgets::WidgetStatus),
     /// A ciphertext did not decrypt: data was tampered with or the key is wrong.
     #[error(transparent)]
     Crypto(#[from] CryptoError),
@@ -57,8 +63,10 @@ impl AppError {
             Self::Invalid { code, .. } => (StatusCode::UNPROCESSABLE_ENTITY, code),
             Self::Unauthenticated { code, .. } => (StatusCode::UNAUTHORIZED, code),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::Csrf { code, .. } => (StatusCode::FORBIDDEN, code),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
+            Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
             Self::Crypto(_) | Self::Database(_) | Self::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }

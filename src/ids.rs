@@ -45,3 +45,7 @@ id_type!(
     /// An API token, as operators see it (never the token itself).
     TokenId
 );
+id_type!(
+    /// A widget (one request for input).
+    WidgetId
+);

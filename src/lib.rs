@@ -5,19 +5,27 @@
 //! [`serve`] on their own listener.
 
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod crypto;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod exec;
 pub mod ids;
+pub mod mcp;
+pub mod prompts;
 pub mod secrets;
 pub mod sessions;
 pub mod startup;
+pub mod transcript;
+pub mod web;
+pub mod widgets;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -29,12 +37,53 @@ use tokio::net::TcpListener;
 
 use crate::crypto::Keyring;
 use crate::db::Db;
+use crate::events::Hub;
 
 /// Settings the HTTP surface needs. Holds no secret.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The URL people and agents reach this daemon at, without trailing `/`.
     pub public_url: String,
+    /// The tag that opens every resume prompt.
+    pub prompt_tag: String,
+    /// How long a widget stays pending before it expires.
+    pub widget_ttl_ms: i64,
+    /// Host names (optionally `host:port`) the MCP endpoint answers to.
+    pub mcp_allowed_hosts: Vec<String>,
+}
+
+impl Settings {
+    /// Defaults for a daemon reached at `public_url`.
+    pub fn new(public_url: impl Into<String>) -> Self {
+        let public_url = public_url.into().trim_end_matches('/').to_owned();
+        let mut hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+        ];
+        if let Some(host) = public_url
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+        {
+            hosts.push(host.to_owned());
+        }
+        Self {
+            public_url,
+            prompt_tag: prompts::DEFAULT_TAG.to_owned(),
+            widget_ttl_ms: 7 * 24 * 3600 * 1000,
+            mcp_allowed_hosts: hosts,
+        }
+    }
+
+    /// `scheme://host[:port]` of the public URL, as browsers send in `Origin`.
+    pub fn public_origin(&self) -> &str {
+        let after_scheme = self.public_url.find("://").map_or(0, |i| i + 3);
+        let end = self.public_url[after_scheme..]
+            .find('/')
+            .map_or(self.public_url.len(), |i| after_scheme + i);
+        &self.public_url[..end]
+    }
 }
 
 /// Everything a request handler may use.
@@ -42,6 +91,7 @@ pub struct Inner {
     pub db: Db,
     pub keyring: Keyring,
     pub settings: Settings,
+    pub hub: Hub,
 }
 
 /// Shared, cheaply cloned application state.
@@ -54,6 +104,7 @@ impl AppState {
             db,
             keyring,
             settings,
+            hub: Hub::default(),
         }))
     }
 }
@@ -71,6 +122,13 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .merge(sessions::api::router())
         .merge(secrets::api::router())
+        .merge(widgets::api::router())
+        .merge(prompts::api::router())
+        .merge(events::api::router())
+        .merge(transcript::router())
+        .merge(web::router())
+        .layer(web::session_layer(&state))
+        .merge(mcp::router(&state))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(state)
 }
@@ -102,7 +160,15 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state))
+    let hub = state.hub.clone();
+    let shutdown = async move {
+        shutdown.await;
+        // Open event streams and long-polls end, so the graceful shutdown
+        // does not wait on them.
+        hub.close();
+    };
+    let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -106,6 +106,22 @@ pub async fn find_user(conn: &mut SqliteConnection, name: &str) -> AppResult<Use
         .ok_or(AppError::NotFound("user"))
 }
 
+pub async fn find_user_by_id(conn: &mut SqliteConnection, id: &UserId) -> AppResult<Option<User>> {
+    Ok(store::find_user_by_id(conn, id).await?)
+}
+
+/// The user named `name` with the PHC string of their password, for login.
+pub async fn find_user_with_hash(
+    conn: &mut SqliteConnection,
+    name: &str,
+) -> AppResult<Option<(User, String)>> {
+    let Some(user) = store::find_user_by_name(conn, name).await? else {
+        return Ok(None);
+    };
+    let hash = store::password_hash(conn, &user.id).await?;
+    Ok(Some((user, hash)))
+}
+
 pub async fn list_users(conn: &mut SqliteConnection) -> AppResult<Vec<User>> {
     Ok(store::list_users(conn).await?)
 }

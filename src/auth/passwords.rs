@@ -55,6 +55,10 @@ pub fn verify(password: &SecretString, phc: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// A hash of a random password, verified against when a login names an
+/// unknown user so that the answer takes as long as for a known one.
+pub static DUMMY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| hash(&generate()));
+
 /// A random password of 24 URL-safe characters (144 bits), for new accounts.
 pub fn generate() -> SecretString {
     use base64::Engine;

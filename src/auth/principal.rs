@@ -1,7 +1,7 @@
 //! Who is calling the API: resolved from `Authorization: Bearer …` once per
 //! request, before any handler logic runs.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
@@ -83,6 +83,23 @@ impl FromRequestParts<AppState> for Principal {
             return Ok(Self::Agent { session_id });
         }
         Err(invalid())
+    }
+}
+
+impl OptionalFromRequestParts<AppState> for Principal {
+    type Rejection = AppError;
+
+    /// No `Authorization` header is `None`; a bad one is still an error.
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Option<Self>, AppError> {
+        if parts.headers.get(AUTHORIZATION).is_none() {
+            return Ok(None);
+        }
+        <Self as FromRequestParts<AppState>>::from_request_parts(parts, state)
+            .await
+            .map(Some)
     }
 }
 

@@ -135,3 +135,23 @@ pub(super) async fn list_api_tokens(conn: &mut SqliteConnection) -> sqlx::Result
     .fetch_all(conn)
     .await
 }
+
+pub(super) async fn find_user_by_id(
+    conn: &mut SqliteConnection,
+    id: &UserId,
+) -> sqlx::Result<Option<User>> {
+    sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+pub(super) async fn password_hash(
+    conn: &mut SqliteConnection,
+    id: &UserId,
+) -> sqlx::Result<String> {
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?")
+        .bind(id)
+        .fetch_one(conn)
+        .await
+}

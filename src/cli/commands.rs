@@ -118,7 +118,7 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let db = data.db.clone();
-    let state = AppState::new(data.db, data.keyring, Settings { public_url });
+    let state = AppState::new(data.db, data.keyring, Settings::new(public_url));
     tracing::info!(%addr, "serving");
     crate::serve(listener, state, shutdown_signal())
         .await

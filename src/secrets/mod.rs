@@ -120,6 +120,27 @@ pub async fn delete_value(
     }
 }
 
+/// The names that resolve in a session's effective env.
+pub async fn effective_names(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    session: &SessionId,
+) -> AppResult<std::collections::BTreeSet<String>> {
+    Ok(store::effective_names(conn, owner, session)
+        .await?
+        .into_iter()
+        .collect())
+}
+
+/// Whether `owner` has a global value for `name`.
+pub async fn has_global(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    name: &EnvVarName,
+) -> AppResult<bool> {
+    Ok(store::has_global(conn, owner, name.as_str()).await?)
+}
+
 /// What people may see of a stored value: never the value.
 #[derive(Debug, Serialize)]
 pub struct EnvVarInfo {

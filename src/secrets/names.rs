@@ -4,7 +4,7 @@
 use std::fmt;
 
 use secrecy::{ExposeSecret, SecretString};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{AppError, AppResult};
 
@@ -27,9 +27,22 @@ const BLOCKED_NAMES: [&str; 8] = [
 const BLOCKED_PREFIXES: [&str; 4] = ["LD_", "DYLD_", "PYTHON", "WIDGETD_"];
 
 /// A valid, allowed env var name: `^[A-Z_][A-Z0-9_]*$`, at most 128 chars.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct EnvVarName(String);
+
+impl From<EnvVarName> for String {
+    fn from(name: EnvVarName) -> String {
+        name.0
+    }
+}
+
+impl TryFrom<String> for EnvVarName {
+    type Error = AppError;
+    fn try_from(name: String) -> AppResult<Self> {
+        Self::parse(&name)
+    }
+}
 
 impl EnvVarName {
     pub fn parse(name: &str) -> AppResult<Self> {

@@ -147,3 +147,33 @@ pub(super) async fn list_info(
     .fetch_all(conn)
     .await
 }
+
+/// Names in a session's effective env (no decryption needed).
+pub(super) async fn effective_names(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    session: &SessionId,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT name FROM env_vars WHERE owner_id = ? AND (session_id IS NULL OR session_id = ?)",
+    )
+    .bind(owner)
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+pub(super) async fn has_global(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    name: &str,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM env_vars WHERE owner_id = ? AND session_id IS NULL AND name = ?",
+    )
+    .bind(owner)
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}

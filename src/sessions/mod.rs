@@ -82,3 +82,51 @@ pub async fn find_live_agent_token(
 ) -> AppResult<Option<SessionId>> {
     Ok(store::find_live_agent_token(conn, hash).await?)
 }
+
+/// Marks a session archived (its agent token stops working); 404 if unknown.
+pub async fn mark_archived(conn: &mut SqliteConnection, id: &SessionId, now: i64) -> AppResult<()> {
+    if store::mark_archived(conn, id, now).await? {
+        Ok(())
+    } else {
+        Err(AppError::NotFound("session"))
+    }
+}
+
+/// The sessions `user` created, newest first.
+pub async fn list_sessions(conn: &mut SqliteConnection, user: &UserId) -> AppResult<Vec<Session>> {
+    Ok(store::list_for_user(conn, user).await?)
+}
+
+/// The session `id` if `principal` is its host: an API token with the
+/// `sessions` scope of the session's creator. Anyone else is told it does
+/// not exist (an agent token is refused outright).
+pub async fn as_host(
+    state: &crate::AppState,
+    principal: &crate::auth::Principal,
+    id: &str,
+) -> AppResult<Session> {
+    let user = principal.user_with_scope(crate::auth::tokens::TokenScope::Sessions)?;
+    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
+    let session = get_session(&mut *state.db.read.acquire().await?, &id).await?;
+    if &session.creator_id != user {
+        return Err(AppError::NotFound("session"));
+    }
+    Ok(session)
+}
+
+/// The session `id` if `principal` is its agent or its host.
+pub async fn as_agent_or_host(
+    state: &crate::AppState,
+    principal: &crate::auth::Principal,
+    id: &str,
+) -> AppResult<Session> {
+    match principal {
+        crate::auth::Principal::Agent { session_id } => {
+            if SessionId::parse(id).as_ref() != Some(session_id) {
+                return Err(AppError::NotFound("session"));
+            }
+            get_session(&mut *state.db.read.acquire().await?, session_id).await
+        }
+        crate::auth::Principal::User { .. } => as_host(state, principal, id).await,
+    }
+}

@@ -55,3 +55,30 @@ pub(super) async fn find_live_agent_token(
     .fetch_optional(conn)
     .await
 }
+
+/// Sets `archived_at` once; later calls keep the first time.
+pub(super) async fn mark_archived(
+    conn: &mut SqliteConnection,
+    id: &SessionId,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done =
+        sqlx::query("UPDATE sessions SET archived_at = coalesce(archived_at, ?) WHERE id = ?")
+            .bind(now)
+            .bind(id)
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(super) async fn list_for_user(
+    conn: &mut SqliteConnection,
+    user: &crate::ids::UserId,
+) -> sqlx::Result<Vec<Session>> {
+    sqlx::query_as(
+        "SELECT id, creator_id, title, created_at, archived_at FROM sessions WHERE creator_id = ? ORDER BY created_at DESC",
+    )
+    .bind(user)
+    .fetch_all(conn)
+    .await
+}

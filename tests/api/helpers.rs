@@ -27,13 +27,7 @@ pub async fn spawn_app() -> TestApp {
     let data = open_data_dir(&dir.path().join("data")).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState::new(
-        data.db,
-        data.keyring,
-        Settings {
-            public_url: url.clone(),
-        },
-    );
+    let state = AppState::new(data.db, data.keyring, Settings::new(url.clone()));
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(widgetd::serve(listener, state.clone(), async {
         let _ = rx.await;

@@ -1,0 +1,190 @@
+//! The append-only audit log: who did what, when, from where, to which
+//! session, widget and names. Never a value, nor a hash of one. Each row is
+//! chained to the previous one by SHA-256, so editing, deleting or
+//! reordering rows is detected by [`verify`].
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::SqliteConnection;
+
+use crate::clock;
+use crate::crypto::aad;
+use crate::ids::{SessionId, UserId};
+
+/// Who acted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    User(UserId),
+    Agent(SessionId),
+    /// widgetd itself: expiry, start-up.
+    System,
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::User(id) => write!(f, "user:{id}"),
+            Self::Agent(session) => write!(f, "agent:{session}"),
+            Self::System => f.write_str("system"),
+        }
+    }
+}
+
+/// The peer address of the HTTP request, when there is one.
+#[derive(Debug, Clone, Default)]
+pub struct ClientAddr(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let addr = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip().to_string());
+        Ok(Self(addr))
+    }
+}
+
+/// One thing to record.
+#[derive(Debug, Default)]
+pub struct Entry<'a> {
+    pub action: &'static str,
+    pub session: Option<&'a SessionId>,
+    pub widget: Option<&'a str>,
+    /// Env var names, comma-joined.
+    pub names: Option<String>,
+    pub scope: Option<&'a str>,
+}
+
+/// A row as stored and listed.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    pub session_id: Option<String>,
+    pub widget_id: Option<String>,
+    pub names: Option<String>,
+    pub scope: Option<String>,
+    pub client_addr: Option<String>,
+    #[serde(skip)]
+    pub prev_hash: Vec<u8>,
+    #[serde(skip)]
+    pub hash: Vec<u8>,
+}
+
+impl AuditRow {
+    /// The chained hash over the previous hash and every field of this row.
+    fn compute_hash(&self, prev: &[u8]) -> Vec<u8> {
+        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        let fields = aad(
+            "widgetd/audit/v1",
+            &[
+                prev,
+                &self.id.to_be_bytes(),
+                &self.at.to_be_bytes(),
+                self.actor.as_bytes(),
+                self.action.as_bytes(),
+                opt(&self.session_id).as_bytes(),
+                opt(&self.widget_id).as_bytes(),
+                opt(&self.names).as_bytes(),
+                opt(&self.scope).as_bytes(),
+                opt(&self.client_addr).as_bytes(),
+            ],
+        );
+        Sha256::digest(&fields).to_vec()
+    }
+}
+
+/// Appends `entry` inside the caller's transaction, chained to the last row.
+pub async fn append(
+    conn: &mut SqliteConnection,
+    actor: &Actor,
+    client: &ClientAddr,
+    entry: Entry<'_>,
+) -> sqlx::Result<()> {
+    let last: Option<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    let (last_id, prev_hash) = last.unwrap_or((0, vec![0u8; 32]));
+    let mut row = AuditRow {
+        id: last_id + 1,
+        at: clock::now_ms(),
+        actor: actor.to_string(),
+        action: entry.action.to_owned(),
+        session_id: entry.session.map(|s| s.to_string()),
+        widget_id: entry.widget.map(str::to_owned),
+        names: entry.names,
+        scope: entry.scope.map(str::to_owned),
+        client_addr: client.0.clone(),
+        prev_hash: Vec::new(),
+        hash: Vec::new(),
+    };
+    row.hash = row.compute_hash(&prev_hash);
+    row.prev_hash = prev_hash;
+    sqlx::query(
+        "INSERT INTO audit_log (id, at, actor, action, session_id, widget_id, names, scope, client_addr, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(row.id)
+    .bind(row.at)
+    .bind(&row.actor)
+    .bind(&row.action)
+    .bind(&row.session_id)
+    .bind(&row.widget_id)
+    .bind(&row.names)
+    .bind(&row.scope)
+    .bind(&row.client_addr)
+    .bind(&row.prev_hash)
+    .bind(&row.hash)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Rows in order, optionally only those at or after `since` (ms) or of one session.
+pub async fn list(
+    conn: &mut SqliteConnection,
+    since: Option<i64>,
+    session: Option<&str>,
+) -> sqlx::Result<Vec<AuditRow>> {
+    sqlx::query_as(
+        "SELECT * FROM audit_log WHERE at >= coalesce(?, 0) AND (? IS NULL OR session_id = ?) ORDER BY id",
+    )
+    .bind(since)
+    .bind(session)
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+/// Where the chain first breaks.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "audit row {row_id} does not match the chain: it or a row before it was edited, deleted or reordered"
+)]
+pub struct ChainBroken {
+    pub row_id: i64,
+}
+
+/// Checks the whole chain; returns how many rows verified.
+pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<usize, ChainBroken>> {
+    let rows = list(conn, None, None).await?;
+    let mut prev = vec![0u8; 32];
+    for (i, row) in rows.iter().enumerate() {
+        let expected_id = i64::try_from(i).expect("row count fits i64") + 1;
+        if row.id != expected_id || row.prev_hash != prev || row.compute_hash(&prev) != row.hash {
+            return Ok(Err(ChainBroken { row_id: row.id }));
+        }
+        prev.clone_from(&row.hash);
+    }
+    Ok(Ok(rows.len()))
+}

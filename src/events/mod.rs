@@ -1,0 +1,132 @@
+//! Durable events for live views. Every state change writes an event row in
+//! its own transaction; after the commit the [`Hub`] wakes the streams and
+//! long-polls of that session, which read what is new from the database.
+//! The database is the source of truth, so a reconnecting client resumes
+//! exactly with `Last-Event-ID`.
+
+pub mod api;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::SqliteConnection;
+use tokio::sync::{broadcast, watch};
+
+use crate::clock;
+use crate::ids::SessionId;
+
+/// A stored event.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Event {
+    pub id: i64,
+    pub session_id: SessionId,
+    pub kind: String,
+    pub payload: String,
+    pub created_at: i64,
+}
+
+/// Writes an event inside the caller's transaction; publish its session to
+/// the hub after the commit.
+pub async fn record(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    kind: &'static str,
+    payload: &Value,
+) -> sqlx::Result<i64> {
+    let id = sqlx::query_scalar(
+        "INSERT INTO events (session_id, kind, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+    )
+    .bind(session)
+    .bind(kind)
+    .bind(payload.to_string())
+    .bind(clock::now_ms())
+    .fetch_one(conn)
+    .await?;
+    Ok(id)
+}
+
+/// The session's events after `after`, oldest first, at most `limit`.
+pub async fn since(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Event>> {
+    sqlx::query_as(
+        "SELECT id, session_id, kind, payload, created_at FROM events
+         WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+    )
+    .bind(session)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// In-process wake-ups: "session S has something new". Carries no data, so
+/// nothing sensitive can travel through it and a slow listener that lags
+/// only has to re-read the database.
+#[derive(Debug, Clone)]
+pub struct Hub {
+    tx: broadcast::Sender<Arc<SessionId>>,
+    closing: Arc<watch::Sender<bool>>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::channel(4096).0,
+            closing: Arc::new(watch::channel(false).0),
+        }
+    }
+}
+
+impl Hub {
+    /// Tells every listener that `session` changed. Call after the commit.
+    pub fn publish(&self, session: &SessionId) {
+        // No receivers is normal: nobody is watching.
+        let _ = self.tx.send(Arc::new(session.clone()));
+    }
+
+    pub fn subscribe(&self) -> Listener {
+        Listener {
+            rx: self.tx.subscribe(),
+            closing: self.closing.subscribe(),
+        }
+    }
+
+    /// Ends every stream and long-poll: the daemon is shutting down, and
+    /// open connections must not hold the graceful shutdown up.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+}
+
+/// A subscription to the hub.
+pub struct Listener {
+    rx: broadcast::Receiver<Arc<SessionId>>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Listener {
+    /// Waits until `session` may have changed. Returns false when the hub is
+    /// gone (shutdown). A lagging listener is simply woken: it re-reads.
+    pub async fn changed(&mut self, session: &SessionId) -> bool {
+        loop {
+            if *self.closing.borrow() {
+                return false;
+            }
+            let note = tokio::select! {
+                note = self.rx.recv() => note,
+                _ = self.closing.changed() => return false,
+            };
+            match note {
+                Ok(s) if *s == *session => return true,
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                Err(broadcast::error::RecvError::Closed) => return false,
+            }
+        }
+    }
+}

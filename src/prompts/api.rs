@@ -1,0 +1,88 @@
+//! The agent host's queue: `GET …/prompts?wait=SECONDS` long-polls for
+//! resume prompts not yet acknowledged; `POST …/prompts/{id}/ack` marks one
+//! delivered. Until acknowledged, a prompt is handed out again.
+
+use std::time::Duration;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{ack, undelivered};
+use crate::api::parse_query;
+use crate::auth::Principal;
+use crate::error::{AppError, AppResult};
+use crate::{AppState, clock, sessions};
+
+/// Longest long-poll; clients simply ask again.
+pub const MAX_WAIT_SECS: u64 = 120;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/sessions/{id}/prompts", get(list_prompts))
+        .route(
+            "/api/v1/sessions/{id}/prompts/{prompt_id}/ack",
+            post(ack_prompt),
+        )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitQuery {
+    #[serde(default)]
+    wait: u64,
+}
+
+async fn list_prompts(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> AppResult<Json<Value>> {
+    let session = sessions::as_host(&state, &principal, &id).await?;
+    let wait: WaitQuery = parse_query(query.as_deref())?;
+    let deadline = Instant::now() + Duration::from_secs(wait.wait.min(MAX_WAIT_SECS));
+    // Subscribe before the first read, so a prompt queued in between wakes us.
+    let mut listener = state.hub.subscribe();
+    loop {
+        let prompts = undelivered(&mut *state.db.read.acquire().await?, &session.id).await?;
+        if !prompts.is_empty() || Instant::now() >= deadline {
+            let prompts: Vec<Value> = prompts
+                .into_iter()
+                .map(|p| {
+                    json!({
+                        "prompt_id": p.prompt_id,
+                        "widget_id": p.widget_id,
+                        "text": p.text,
+                        "created_at": clock::rfc3339(p.created_at),
+                    })
+                })
+                .collect();
+            return Ok(Json(json!({ "prompts": prompts })));
+        }
+        match tokio::time::timeout_at(deadline, listener.changed(&session.id)).await {
+            Ok(true) | Err(_) => continue,
+            Ok(false) => return Ok(Json(json!({ "prompts": [] }))),
+        }
+    }
+}
+
+async fn ack_prompt(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((id, prompt_id)): Path<(String, String)>,
+) -> AppResult<Json<Value>> {
+    let session = sessions::as_host(&state, &principal, &id).await?;
+    let prompt_id: i64 = prompt_id
+        .parse()
+        .map_err(|_| AppError::NotFound("prompt"))?;
+    let mut tx = state.db.begin_write().await?;
+    if !ack(&mut tx, &session.id, prompt_id).await? {
+        return Err(AppError::NotFound("prompt"));
+    }
+    tx.commit().await?;
+    Ok(Json(json!({ "prompt_id": prompt_id, "acked": true })))
+}

@@ -1,0 +1,143 @@
+//! Resume prompts: the one sentence the agent's next turn starts with after
+//! a widget resolves. Built only from names, scope and status, never from a
+//! value. Delivered at least once: handed out until acknowledged.
+
+pub mod api;
+
+use serde::Serialize;
+use sqlx::SqliteConnection;
+
+use crate::clock;
+use crate::ids::SessionId;
+use crate::widgets::{WidgetId, WidgetStatus};
+
+/// The default tag that opens every prompt.
+pub const DEFAULT_TAG: &str = "[Agor]";
+
+/// The resume prompt of an `env_vars` widget that reached `status`.
+/// `scope` is given for submissions only.
+pub fn env_vars_prompt(
+    tag: &str,
+    status: WidgetStatus,
+    names: &[&str],
+    scope: Option<&str>,
+) -> String {
+    let list = names.join(", ");
+    let several = names.len() > 1;
+    let retry =
+        "Do not re-request immediately — ask whether to proceed without, or move on to other work.";
+    match status {
+        WidgetStatus::Submitted => format!(
+            "{tag} User submitted {list} (scope: {}). You can now retry the operation that needed it.",
+            scope.unwrap_or("session")
+        ),
+        WidgetStatus::AlreadyPresent => {
+            let verb = if several { "were" } else { "was" };
+            format!("{tag} {list} {verb} already configured. You can proceed.")
+        }
+        WidgetStatus::Dismissed => format!("{tag} User dismissed the request for {list}. {retry}"),
+        WidgetStatus::Expired => {
+            format!(
+                "{tag} The request for {list} expired before the user answered; no value was given. {retry}"
+            )
+        }
+        WidgetStatus::Cancelled => format!(
+            "{tag} The request for {list} was cancelled because the session was archived; no value was given."
+        ),
+        WidgetStatus::Pending => unreachable!("pending widgets have no resume prompt"),
+    }
+}
+
+/// A queued prompt as the agent host receives it.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct Prompt {
+    pub prompt_id: i64,
+    pub widget_id: String,
+    pub text: String,
+    pub created_at: i64,
+}
+
+/// Queues the prompt of `widget` in the caller's transaction. The unique key
+/// on the widget makes a second queueing impossible.
+pub async fn queue(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    widget: &WidgetId,
+    text: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO prompts (session_id, widget_id, text, created_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(session)
+    .bind(widget)
+    .bind(text)
+    .bind(clock::now_ms())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Prompts not acknowledged yet, oldest first.
+pub async fn undelivered(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> sqlx::Result<Vec<Prompt>> {
+    sqlx::query_as(
+        "SELECT id AS prompt_id, widget_id, text, created_at FROM prompts
+         WHERE session_id = ? AND acked_at IS NULL ORDER BY id",
+    )
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+/// Marks a prompt delivered. Idempotent; false if the session has no such prompt.
+pub async fn ack(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    prompt_id: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE prompts SET acked_at = coalesce(acked_at, ?) WHERE id = ? AND session_id = ?",
+    )
+    .bind(clock::now_ms())
+    .bind(prompt_id)
+    .bind(session)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_match_the_contract_word_for_word() {
+        let one = ["HUBSPOT_API_KEY"];
+        assert_eq!(
+            env_vars_prompt("[Agor]", WidgetStatus::Submitted, &one, Some("global")),
+            "[Agor] User submitted HUBSPOT_API_KEY (scope: global). You can now retry the operation that needed it."
+        );
+        assert_eq!(
+            env_vars_prompt("[Agor]", WidgetStatus::AlreadyPresent, &one, None),
+            "[Agor] HUBSPOT_API_KEY was already configured. You can proceed."
+        );
+        assert_eq!(
+            env_vars_prompt("[Agor]", WidgetStatus::AlreadyPresent, &["A", "B"], None),
+            "[Agor] A, B were already configured. You can proceed."
+        );
+        assert_eq!(
+            env_vars_prompt("[Agor]", WidgetStatus::Dismissed, &one, None),
+            "[Agor] User dismissed the request for HUBSPOT_API_KEY. Do not re-request immediately — ask whether to proceed without, or move on to other work."
+        );
+        assert!(
+            env_vars_prompt("[X]", WidgetStatus::Expired, &one, None)
+                .starts_with("[X] The request for HUBSPOT_API_KEY expired")
+        );
+        assert!(
+            env_vars_prompt("[Agor]", WidgetStatus::Cancelled, &one, None)
+                .contains("no value was given")
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! The transcript: text messages posted by the agent host, in order with
+//! the widgets the agent created.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::SqliteConnection;
+
+use crate::api::ApiJson;
+use crate::auth::Principal;
+use crate::error::{AppError, AppResult};
+use crate::ids::SessionId;
+use crate::{AppState, clock, events, sessions};
+
+const MAX_MESSAGE_CHARS: usize = 100_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/sessions/{id}/messages", post(post_message))
+}
+
+/// Who a transcript line is from.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "lowercase")]
+#[sqlx(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Agent,
+    User,
+    System,
+}
+
+/// One entry of the transcript: text, or a widget.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct Message {
+    pub id: i64,
+    pub kind: String,
+    pub role: Role,
+    pub body: Option<String>,
+    pub widget_id: Option<String>,
+    pub created_at: i64,
+}
+
+/// The session's transcript, oldest first.
+pub async fn list_messages(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> sqlx::Result<Vec<Message>> {
+    sqlx::query_as(
+        "SELECT id, kind, role, body, widget_id, created_at FROM messages WHERE session_id = ? ORDER BY id",
+    )
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMessage {
+    #[serde(default)]
+    role: Role,
+    text: String,
+}
+
+/// `POST /api/v1/sessions/{id}/messages` (the session's host or agent).
+async fn post_message(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewMessage>,
+) -> AppResult<(StatusCode, Json<Value>)> {
+    let session = sessions::as_agent_or_host(&state, &principal, &id).await?;
+    let len = body.text.chars().count();
+    if body.text.trim().is_empty() || len > MAX_MESSAGE_CHARS {
+        return Err(AppError::invalid(
+            "invalid_text",
+            format!("`text` needs 1 to {MAX_MESSAGE_CHARS} characters; it has {len}"),
+        ));
+    }
+    let mut tx = state.db.begin_write().await?;
+    let message_id: i64 = sqlx::query_scalar(
+        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
+    )
+    .bind(&session.id)
+    .bind(body.role)
+    .bind(&body.text)
+    .bind(clock::now_ms())
+    .fetch_one(&mut *tx)
+    .await?;
+    let payload = json!({ "message_id": message_id, "role": body.role, "text": body.text });
+    events::record(&mut tx, &session.id, "message:created", &payload).await?;
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "message_id": message_id })),
+    ))
+}

@@ -1,0 +1,274 @@
+//! Logging in and out, the signed-in user, and CSRF protection for every
+//! state-changing request made with the session cookie.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, OptionalFromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use secrecy::SecretString;
+use serde::Deserialize;
+use serde_json::json;
+use tower_sessions::Session;
+
+use crate::audit::{self, Actor, ClientAddr, Entry};
+use crate::auth::{self, Role, passwords};
+use crate::crypto::random_bytes;
+use crate::error::{AppError, AppResult};
+use crate::ids::UserId;
+use crate::{AppState, clock};
+
+const USER_KEY: &str = "user_id";
+const CSRF_KEY: &str = "csrf";
+const LOGIN_AT_KEY: &str = "login_at";
+/// A login is good for this long, however active the user is.
+pub const ABSOLUTE_TIMEOUT_MS: i64 = 24 * 3600 * 1000;
+/// A session idle for this long ends (the cookie store's expiry).
+pub const IDLE_TIMEOUT_SECS: i64 = 2 * 3600;
+
+/// The signed-in user of a browser request.
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub id: UserId,
+    pub name: String,
+    pub role: Role,
+    /// The per-session token every form carries.
+    pub csrf: String,
+}
+
+fn login_required() -> AppError {
+    AppError::Unauthenticated {
+        code: "login_required",
+        message: "log in first (POST /login)".into(),
+    }
+}
+
+fn session_error(e: impl std::fmt::Display) -> AppError {
+    AppError::Internal(anyhow::anyhow!("session store: {e}"))
+}
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
+        let session = Session::from_request_parts(parts, state)
+            .await
+            .map_err(|(_, m)| session_error(m))?;
+        let user_id: Option<String> = session.get(USER_KEY).await.map_err(session_error)?;
+        let user_id = user_id
+            .and_then(|id| UserId::parse(&id))
+            .ok_or_else(login_required)?;
+        let login_at: i64 = session
+            .get(LOGIN_AT_KEY)
+            .await
+            .map_err(session_error)?
+            .unwrap_or(0);
+        if clock::now_ms() - login_at > ABSOLUTE_TIMEOUT_MS {
+            session.flush().await.map_err(session_error)?;
+            return Err(login_required());
+        }
+        let user = auth::find_user_by_id(&mut *state.db.read.acquire().await?, &user_id).await?;
+        let Some(user) = user.filter(|u| !u.disabled) else {
+            session.flush().await.map_err(session_error)?;
+            return Err(login_required());
+        };
+        let csrf: String = session
+            .get(CSRF_KEY)
+            .await
+            .map_err(session_error)?
+            .unwrap_or_default();
+        Ok(Self {
+            id: user.id,
+            name: user.name,
+            role: user.role,
+            csrf,
+        })
+    }
+}
+
+impl OptionalFromRequestParts<AppState> for CurrentUser {
+    type Rejection = AppError;
+
+    /// Not signed in is `None`.
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Option<Self>> {
+        match <Self as FromRequestParts<AppState>>::from_request_parts(parts, state).await {
+            Ok(user) => Ok(Some(user)),
+            Err(AppError::Unauthenticated { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn forbidden(code: &'static str, message: &str) -> AppError {
+    AppError::Csrf {
+        code,
+        message: message.to_owned(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Refuses a cookie-authenticated state change that a browser made for
+/// another site: `Sec-Fetch-Site` must be same-origin (or absent), `Origin`
+/// must be ours (or absent), and the session's form token must match.
+pub fn check_csrf(
+    state: &AppState,
+    headers: &HeaderMap,
+    user: &CurrentUser,
+    token: Option<&str>,
+) -> AppResult<()> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = header("sec-fetch-site")
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Err(forbidden(
+            "csrf_cross_site",
+            "cross-site requests cannot change anything here",
+        ));
+    }
+    if let Some(origin) = header("origin")
+        && origin != state.settings.public_origin()
+    {
+        return Err(forbidden(
+            "csrf_origin",
+            "the request's Origin is not this site",
+        ));
+    }
+    let token = token.or_else(|| header("x-csrf-token")).unwrap_or_default();
+    if user.csrf.is_empty() || !constant_time_eq(token.as_bytes(), user.csrf.as_bytes()) {
+        return Err(forbidden(
+            "csrf_token",
+            "the form is stale or was not sent from this site: reload the page",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    username: String,
+    password: SecretString,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// Only local paths: never an open redirect.
+fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p,
+        _ => "/",
+    }
+}
+
+/// `POST /login` (urlencoded `username`, `password`, `next`).
+pub async fn login(
+    State(state): State<AppState>,
+    session: Session,
+    client: ClientAddr,
+    body: Bytes,
+) -> AppResult<Response> {
+    let form: LoginForm =
+        serde_urlencoded::from_bytes(&body).map_err(|_| AppError::BadRequest {
+            code: "invalid_form",
+            message: "send `username` and `password` as a form".into(),
+        })?;
+    let found =
+        auth::find_user_with_hash(&mut *state.db.read.acquire().await?, &form.username).await?;
+    let password = form.password;
+    let (user, ok) = match found {
+        Some((user, hash)) => {
+            let ok = tokio::task::spawn_blocking(move || passwords::verify(&password, &hash))
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            (Some(user), ok)
+        }
+        None => {
+            // Same cost whether or not the user exists.
+            tokio::task::spawn_blocking(move || {
+                passwords::verify(&password, &passwords::DUMMY_HASH)
+            })
+            .await
+            .map_err(|e| AppError::Internal(e.into()))?;
+            (None, false)
+        }
+    };
+    let mut tx = state.db.begin_write().await?;
+    let Some(user) = user.filter(|u| ok && !u.disabled) else {
+        let entry = Entry {
+            action: "login.failure",
+            ..Default::default()
+        };
+        audit::append(&mut tx, &Actor::System, &client, entry).await?;
+        tx.commit().await?;
+        return Err(AppError::Unauthenticated {
+            code: "bad_credentials",
+            message: "the user name or password is wrong".into(),
+        });
+    };
+    audit::append(
+        &mut tx,
+        &Actor::User(user.id.clone()),
+        &client,
+        Entry {
+            action: "login.success",
+            ..Default::default()
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    // A fresh id at login: a session id planted before login is worthless.
+    session.cycle_id().await.map_err(session_error)?;
+    let csrf = base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        random_bytes::<32>().as_ref(),
+    );
+    session
+        .insert(USER_KEY, user.id.as_str())
+        .await
+        .map_err(session_error)?;
+    session
+        .insert(CSRF_KEY, csrf)
+        .await
+        .map_err(session_error)?;
+    session
+        .insert(LOGIN_AT_KEY, clock::now_ms())
+        .await
+        .map_err(session_error)?;
+    Ok(Redirect::to(safe_next(form.next.as_deref())).into_response())
+}
+
+#[derive(Deserialize)]
+struct LogoutForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+}
+
+/// `POST /logout`: deletes the session server-side.
+pub async fn logout(
+    State(state): State<AppState>,
+    session: Session,
+    user: CurrentUser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<Response> {
+    let form: LogoutForm =
+        serde_urlencoded::from_bytes(&body).unwrap_or(LogoutForm { csrf_token: None });
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    session.flush().await.map_err(session_error)?;
+    Ok(Redirect::to("/login").into_response())
+}
+
+/// `GET /api/v1/me`: who is signed in, and the form token for scripts that
+/// post JSON with the cookie (`X-CSRF-Token`).
+pub async fn me(user: CurrentUser) -> Response {
+    let body = json!({ "user_id": user.id, "name": user.name, "role": user.role, "csrf_token": user.csrf });
+    (
+        StatusCode::OK,
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(body),
+    )
+        .into_response()
+}

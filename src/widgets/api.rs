@@ -1,0 +1,182 @@
+//! Widgets over HTTP: agents create and read them with their token; people
+//! answer them with their cookie session (CSRF-checked).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use super::{
+    Cause, Created, RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView,
+    archive_session, dismiss_widget, get_widget, request_env_vars, submit_env_vars,
+};
+use crate::AppState;
+use crate::api::{ApiJson, parse_json};
+use crate::audit::{Actor, ClientAddr};
+use crate::auth::Principal;
+use crate::error::{AppError, AppResult};
+use crate::sessions;
+use crate::web::{CurrentUser, check_csrf};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/sessions/{id}/widgets/env-vars",
+            post(create_env_vars_widget),
+        )
+        .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
+        .route("/api/v1/widgets/{id}", get(read_widget))
+        .route("/widgets/{id}/submit", post(submit_widget))
+        .route("/widgets/{id}/dismiss", post(dismiss_widget_form))
+}
+
+fn actor_of(principal: &Principal) -> Actor {
+    match principal {
+        Principal::Agent { session_id } => Actor::Agent(session_id.clone()),
+        Principal::User { user_id, .. } => Actor::User(user_id.clone()),
+    }
+}
+
+async fn create_env_vars_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<RequestEnvVarsInput>,
+) -> AppResult<(StatusCode, Json<Created>)> {
+    let session = sessions::as_agent_or_host(&state, &principal, &id).await?;
+    let actor = actor_of(&principal);
+    let created = request_env_vars(
+        &state,
+        &session.id,
+        input,
+        Cause {
+            actor: &actor,
+            client: &client,
+        },
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// `GET /api/v1/widgets/{id}`: the sanitized state, to the widget's agent
+/// or its session's host.
+async fn read_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<WidgetView>> {
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let widget = get_widget(&mut *state.db.read.acquire().await?, &id).await?;
+    sessions::as_agent_or_host(&state, &principal, widget.session_id.as_str())
+        .await
+        .map_err(|_| AppError::NotFound("widget"))?;
+    Ok(Json(widget.into()))
+}
+
+async fn archive_session_api(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+) -> AppResult<Json<Value>> {
+    let session = sessions::as_host(&state, &principal, &id).await?;
+    let actor = actor_of(&principal);
+    let cancelled = archive_session(
+        &state,
+        &session.id,
+        Cause {
+            actor: &actor,
+            client: &client,
+        },
+    )
+    .await?;
+    Ok(Json(
+        json!({ "session_id": session.id, "archived": true, "cancelled_widgets": cancelled }),
+    ))
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// A form's fields (values wrapped as secrets) and its CSRF token.
+type FormFields = (Vec<(String, SecretString)>, Option<String>);
+
+/// Reads a urlencoded body. Its values may be secrets: they are wrapped at
+/// once, and a malformed body is refused without quoting any of it.
+fn form_fields(body: &[u8]) -> AppResult<FormFields> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_bytes(body).map_err(|_| AppError::BadRequest {
+            code: "invalid_form",
+            message: "the form could not be read; reload the page and try again".into(),
+        })?;
+    let mut csrf = None;
+    let mut fields = Vec::with_capacity(pairs.len());
+    for (key, value) in pairs {
+        if key == "csrf_token" {
+            csrf = Some(value);
+        } else {
+            fields.push((key, SecretString::from(value)));
+        }
+    }
+    Ok((fields, csrf))
+}
+
+/// After a form post the browser goes back to the transcript.
+fn answered(form: bool, view: WidgetView) -> Response {
+    if form {
+        Redirect::to(&format!("/sessions/{}", view.session_id)).into_response()
+    } else {
+        Json(view).into_response()
+    }
+}
+
+/// `POST /widgets/{id}/submit`: a form post (`value.NAME`, `use_saved.NAME`,
+/// `scope`, `csrf_token`) or JSON (`values`, `use_saved`, `scope`, with
+/// `X-CSRF-Token`).
+async fn submit_widget(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<Response> {
+    let form = is_form(&headers);
+    let submission = if form {
+        let (fields, csrf) = form_fields(&body)?;
+        check_csrf(&state, &headers, &user, csrf.as_deref())?;
+        Submission::from_form(fields)?
+    } else {
+        check_csrf(&state, &headers, &user, None)?;
+        Submission::from_json(parse_json::<SubmissionJson>(&body)?)?
+    };
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let view = submit_env_vars(&state, &id, &user.id, submission, &client).await?;
+    Ok(answered(form, view))
+}
+
+/// `POST /widgets/{id}/dismiss`.
+async fn dismiss_widget_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<Response> {
+    let form = is_form(&headers);
+    let csrf = if form { form_fields(&body)?.1 } else { None };
+    check_csrf(&state, &headers, &user, csrf.as_deref())?;
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let view = dismiss_widget(&state, &id, &user.id, &client).await?;
+    Ok(answered(form, view))
+}

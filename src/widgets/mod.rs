@@ -1,0 +1,462 @@
+//! The widget engine: durable, non-blocking requests for input.
+//!
+//! A widget is born `pending` (or terminal `already_present`) and leaves
+//! `pending` exactly once, in one transaction that also writes everything
+//! the transition implies: stored values (submit), the resume prompt, the
+//! event and the audit row. The guarded `UPDATE … WHERE status = 'pending'`
+//! is the only way out, so concurrent answers cannot both win and a crash
+//! leaves either the old state or the whole new one.
+
+pub mod api;
+mod env_vars;
+mod store;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::SqliteConnection;
+use tracing::instrument;
+
+pub use crate::ids::WidgetId;
+pub use env_vars::{
+    EnvVarsParams, RequestEnvVarsInput, ScopeChoice, Submission, SubmissionJson, USE_SAVED_FIELD,
+    VALUE_FIELD, VariableMeta,
+};
+pub use store::WidgetRow;
+
+use crate::audit::{self, Actor, ClientAddr, Entry};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use crate::secrets::{self, Target};
+use crate::sessions::{self, Session};
+use crate::{AppState, clock, events, prompts};
+
+/// The kind name of the env var widget.
+pub const ENV_VARS: &str = "env_vars";
+
+/// Where a widget is in its life. Every state but `pending` is terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(rename_all = "snake_case")]
+pub enum WidgetStatus {
+    Pending,
+    Submitted,
+    Dismissed,
+    Expired,
+    Cancelled,
+    AlreadyPresent,
+}
+
+impl WidgetStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Submitted => "submitted",
+            Self::Dismissed => "dismissed",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+            Self::AlreadyPresent => "already_present",
+        }
+    }
+}
+
+/// What a creating call returns: at once, never waiting for a person.
+#[derive(Debug, Serialize)]
+pub struct Created {
+    pub widget_id: WidgetId,
+    pub status: WidgetStatus,
+}
+
+/// A widget as anyone who may read the session sees it: parameters and
+/// sanitized result, never a value.
+#[derive(Debug, Serialize)]
+pub struct WidgetView {
+    pub widget_id: WidgetId,
+    pub session_id: SessionId,
+    pub kind: String,
+    pub status: WidgetStatus,
+    pub params: Value,
+    pub result: Option<Value>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub resolved_at: Option<String>,
+}
+
+impl From<WidgetRow> for WidgetView {
+    fn from(w: WidgetRow) -> Self {
+        let parse = |text: &str| serde_json::from_str(text).unwrap_or(Value::Null);
+        Self {
+            params: parse(&w.params),
+            result: w.result.as_deref().map(parse),
+            widget_id: w.id,
+            session_id: w.session_id,
+            kind: w.kind,
+            status: w.status,
+            created_at: clock::rfc3339(w.created_at),
+            expires_at: clock::rfc3339(w.expires_at),
+            resolved_at: w.resolved_at.map(clock::rfc3339),
+        }
+    }
+}
+
+/// Who caused a transition, for the audit log.
+pub struct Cause<'a> {
+    pub actor: &'a Actor,
+    pub client: &'a ClientAddr,
+}
+
+fn not_pending(status: WidgetStatus) -> AppError {
+    AppError::WidgetNotPending(status)
+}
+
+/// The widget `id`, or 404.
+pub async fn get_widget(conn: &mut SqliteConnection, id: &WidgetId) -> AppResult<WidgetRow> {
+    store::find(conn, id)
+        .await?
+        .ok_or(AppError::NotFound("widget"))
+}
+
+fn live(session: Session) -> AppResult<Session> {
+    match session.archived_at {
+        None => Ok(session),
+        Some(_) => Err(AppError::Conflict {
+            code: "session_archived",
+            message: "the session is archived; start a new session".into(),
+        }),
+    }
+}
+
+/// Creates an `env_vars` widget in `session`. Returns within one
+/// transaction; `already_present` when every name already resolves in the
+/// session's effective env (its resume prompt is queued at once).
+#[instrument(skip_all)]
+pub async fn request_env_vars(
+    state: &AppState,
+    session_id: &SessionId,
+    input: RequestEnvVarsInput,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    let params = EnvVarsParams::parse(input)?;
+    let mut tx = state.db.begin_write().await?;
+    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let present = secrets::effective_names(&mut tx, &session.creator_id, &session.id).await?;
+    let all_present = params.names.iter().all(|n| present.contains(n.as_str()));
+    let now = clock::now_ms();
+    let names = params.name_strs().join(",");
+    let mut widget = WidgetRow {
+        id: WidgetId::generate(),
+        session_id: session.id.clone(),
+        kind: ENV_VARS.into(),
+        params: serde_json::to_string(&params).expect("params serialize"),
+        status: WidgetStatus::Pending,
+        result: None,
+        created_at: now,
+        expires_at: now + state.settings.widget_ttl_ms,
+        resolved_at: None,
+        resolved_by: None,
+    };
+    if all_present {
+        widget.status = WidgetStatus::AlreadyPresent;
+        widget.result = Some(json!({ "names": params.names }).to_string());
+        widget.resolved_at = Some(now);
+    }
+    store::insert(&mut tx, &widget).await?;
+    let created = json!({ "widget_id": widget.id, "kind": ENV_VARS, "status": widget.status, "names": params.names });
+    events::record(&mut tx, &session.id, "widget:created", &created).await?;
+    let entry = Entry {
+        action: "widget.create",
+        session: Some(&session.id),
+        widget: Some(widget.id.as_str()),
+        names: Some(names),
+        scope: None,
+    };
+    audit::append(&mut tx, cause.actor, cause.client, entry).await?;
+    if all_present {
+        let result = json!({ "names": params.names });
+        after_resolution(
+            &mut tx,
+            state,
+            &widget,
+            &params,
+            WidgetStatus::AlreadyPresent,
+            &result,
+            None,
+            &cause,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    })
+}
+
+/// Takes `widget` out of `pending` (the guarded update), then writes the
+/// prompt, event and audit row. 409 with the current status if it was not
+/// pending any more.
+#[allow(clippy::too_many_arguments)]
+async fn transition(
+    tx: &mut SqliteConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    params: &EnvVarsParams,
+    to: WidgetStatus,
+    result: &Value,
+    by: Option<&UserId>,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    if !store::resolve(tx, &widget.id, to, result, by, clock::now_ms()).await? {
+        let current = get_widget(tx, &widget.id).await?.status;
+        return Err(not_pending(current));
+    }
+    after_resolution(
+        tx,
+        state,
+        widget,
+        params,
+        to,
+        result,
+        result["scope"].as_str(),
+        cause,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn after_resolution(
+    tx: &mut SqliteConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    params: &EnvVarsParams,
+    to: WidgetStatus,
+    result: &Value,
+    scope: Option<&str>,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    let names = params.name_strs();
+    let text = prompts::env_vars_prompt(&state.settings.prompt_tag, to, &names, scope);
+    prompts::queue(tx, &widget.session_id, &widget.id, &text).await?;
+    let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
+    events::record(tx, &widget.session_id, "widget:resolved", &resolved).await?;
+    let action = match to {
+        WidgetStatus::Submitted => "widget.submit",
+        WidgetStatus::Dismissed => "widget.dismiss",
+        WidgetStatus::Expired => "widget.expire",
+        WidgetStatus::Cancelled => "widget.cancel",
+        WidgetStatus::AlreadyPresent => "widget.already_present",
+        WidgetStatus::Pending => unreachable!("a resolution leaves pending"),
+    };
+    let entry = Entry {
+        action,
+        session: Some(&widget.session_id),
+        widget: Some(widget.id.as_str()),
+        names: Some(names.join(",")),
+        scope,
+    };
+    audit::append(tx, cause.actor, cause.client, entry).await?;
+    Ok(())
+}
+
+/// A pending widget of a session `user` may answer, with its session and
+/// parameters, inside the caller's transaction.
+async fn answerable(
+    tx: &mut SqliteConnection,
+    id: &WidgetId,
+    user: &UserId,
+) -> AppResult<(WidgetRow, Session, EnvVarsParams)> {
+    let widget = get_widget(tx, id).await?;
+    let session = sessions::get_session(tx, &widget.session_id).await?;
+    if &session.creator_id != user {
+        return Err(AppError::NotFound("widget"));
+    }
+    if widget.status != WidgetStatus::Pending {
+        return Err(not_pending(widget.status));
+    }
+    let params: EnvVarsParams = serde_json::from_str(&widget.params)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+    Ok((widget, session, params))
+}
+
+/// A person answers an `env_vars` widget. Values go to the session
+/// creator's store; the agent learns names and scope only.
+#[instrument(skip_all)]
+pub async fn submit_env_vars(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    submission: Submission,
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let mut tx = state.db.begin_write().await?;
+    let (widget, session, params) = answerable(&mut tx, id, user).await?;
+    submission.check_names(&params)?;
+    for name in &submission.use_saved {
+        if !secrets::has_global(&mut tx, &session.creator_id, name).await? {
+            return Err(AppError::invalid(
+                "no_saved_value",
+                format!("there is no saved global value for {name}; type one"),
+            ));
+        }
+    }
+    let scope = submission.scope.unwrap_or(params.default_scope);
+    let target = match scope {
+        ScopeChoice::Global => Target::Global,
+        ScopeChoice::Session => Target::Session(session.id.clone()),
+    };
+    let submitter = store::user_name(&mut tx, user).await?;
+    let result =
+        json!({ "names": params.names, "scope": scope.as_str(), "submitted_by": submitter });
+    let actor = Actor::User(user.clone());
+    let cause = Cause {
+        actor: &actor,
+        client,
+    };
+    transition(
+        &mut tx,
+        state,
+        &widget,
+        &params,
+        WidgetStatus::Submitted,
+        &result,
+        Some(user),
+        &cause,
+    )
+    .await?;
+    for (name, value) in &submission.values {
+        secrets::set_value(
+            &mut tx,
+            &state.keyring,
+            &session.creator_id,
+            &target,
+            name,
+            value,
+            user,
+        )
+        .await?;
+    }
+    let view = get_widget(&mut tx, id).await?.into();
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(view)
+}
+
+/// A person declines to answer.
+pub async fn dismiss_widget(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let mut tx = state.db.begin_write().await?;
+    let (widget, session, params) = answerable(&mut tx, id, user).await?;
+    let by = store::user_name(&mut tx, user).await?;
+    let result = json!({ "names": params.names, "dismissed_by": by });
+    let actor = Actor::User(user.clone());
+    let cause = Cause {
+        actor: &actor,
+        client,
+    };
+    transition(
+        &mut tx,
+        state,
+        &widget,
+        &params,
+        WidgetStatus::Dismissed,
+        &result,
+        Some(user),
+        &cause,
+    )
+    .await?;
+    let view = get_widget(&mut tx, id).await?.into();
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(view)
+}
+
+/// Expires every pending widget whose TTL has passed. Returns how many.
+pub async fn expire_due(state: &AppState) -> AppResult<usize> {
+    let mut expired = 0;
+    loop {
+        let mut tx = state.db.begin_write().await?;
+        let due = store::due(&mut tx, clock::now_ms(), 100).await?;
+        if due.is_empty() {
+            return Ok(expired);
+        }
+        let cause = Cause {
+            actor: &Actor::System,
+            client: &ClientAddr::default(),
+        };
+        let mut sessions = Vec::new();
+        for widget in &due {
+            let params: EnvVarsParams = serde_json::from_str(&widget.params)
+                .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+            let result = json!({ "names": params.names });
+            transition(
+                &mut tx,
+                state,
+                widget,
+                &params,
+                WidgetStatus::Expired,
+                &result,
+                None,
+                &cause,
+            )
+            .await?;
+            sessions.push(widget.session_id.clone());
+        }
+        tx.commit().await?;
+        expired += due.len();
+        sessions.dedup();
+        sessions.iter().for_each(|s| state.hub.publish(s));
+    }
+}
+
+/// Archives a session: its agent token stops working and its pending
+/// widgets are cancelled, each with its prompt. Idempotent.
+pub async fn archive_session(
+    state: &AppState,
+    session_id: &SessionId,
+    cause: Cause<'_>,
+) -> AppResult<usize> {
+    let mut tx = state.db.begin_write().await?;
+    sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
+    let pending = store::pending_of_session(&mut tx, session_id).await?;
+    for widget in &pending {
+        let params: EnvVarsParams = serde_json::from_str(&widget.params)
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+        let result = json!({ "names": params.names });
+        transition(
+            &mut tx,
+            state,
+            widget,
+            &params,
+            WidgetStatus::Cancelled,
+            &result,
+            None,
+            &cause,
+        )
+        .await?;
+    }
+    let entry = Entry {
+        action: "session.archive",
+        session: Some(session_id),
+        ..Default::default()
+    };
+    audit::append(&mut tx, cause.actor, cause.client, entry).await?;
+    tx.commit().await?;
+    state.hub.publish(session_id);
+    Ok(pending.len())
+}
+
+/// Runs [`expire_due`] every `every` until the process ends.
+pub async fn run_expiry(state: AppState, every: std::time::Duration) {
+    loop {
+        match expire_due(&state).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
+            Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}

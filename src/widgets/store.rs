@@ -1,0 +1,120 @@
+//! SQL of widgets and their transcript messages.
+
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use super::{WidgetId, WidgetStatus};
+use crate::ids::{SessionId, UserId};
+
+/// A widget row.
+#[derive(Debug, sqlx::FromRow)]
+pub struct WidgetRow {
+    pub id: WidgetId,
+    pub session_id: SessionId,
+    pub kind: String,
+    pub params: String,
+    pub status: WidgetStatus,
+    pub result: Option<String>,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub resolved_at: Option<i64>,
+    pub resolved_by: Option<UserId>,
+}
+
+const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
+
+/// Inserts a widget and its transcript message.
+pub(super) async fn insert(conn: &mut SqliteConnection, w: &WidgetRow) -> sqlx::Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO widgets ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ))
+    .bind(&w.id)
+    .bind(&w.session_id)
+    .bind(&w.kind)
+    .bind(&w.params)
+    .bind(w.status)
+    .bind(&w.result)
+    .bind(w.created_at)
+    .bind(w.expires_at)
+    .bind(w.resolved_at)
+    .bind(&w.resolved_by)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES (?, 'widget', 'agent', ?, ?)",
+    )
+    .bind(&w.session_id)
+    .bind(&w.id)
+    .bind(w.created_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn find(
+    conn: &mut SqliteConnection,
+    id: &WidgetId,
+) -> sqlx::Result<Option<WidgetRow>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM widgets WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The one way out of `pending`: false when the widget was no longer pending.
+pub(super) async fn resolve(
+    conn: &mut SqliteConnection,
+    id: &WidgetId,
+    to: WidgetStatus,
+    result: &Value,
+    by: Option<&UserId>,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE widgets SET status = ?, result = ?, resolved_at = ?, resolved_by = ?
+         WHERE id = ? AND status = 'pending'",
+    )
+    .bind(to)
+    .bind(result.to_string())
+    .bind(now)
+    .bind(by)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Pending widgets whose time is up, oldest first.
+pub(super) async fn due(
+    conn: &mut SqliteConnection,
+    now: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<WidgetRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM widgets WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
+    ))
+    .bind(now)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+pub(super) async fn pending_of_session(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> sqlx::Result<Vec<WidgetRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = ? AND status = 'pending'"
+    ))
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+/// Display name of a user, for result metadata.
+pub(super) async fn user_name(conn: &mut SqliteConnection, id: &UserId) -> sqlx::Result<String> {
+    sqlx::query_scalar("SELECT name FROM users WHERE id = ?")
+        .bind(id)
+        .fetch_one(conn)
+        .await
+}
