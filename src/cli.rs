@@ -65,6 +65,9 @@ pub enum Command {
     /// Inspect and rotate encryption keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// List and verify the tamper-evident audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Run a command with a session's env vars, masking them in its output.
     Exec(ExecArgs),
     /// Write a consistent copy of the live database to PATH.
@@ -82,6 +85,19 @@ pub struct ServeArgs {
     /// URL that agents and browsers use to reach this daemon (default: http://BIND).
     #[arg(long, env = "WIDGETD_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Tag that opens every resume prompt.
+    #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = crate::prompts::DEFAULT_TAG)]
+    pub prompt_tag: String,
+    /// Seconds a widget stays pending before it expires (default 7 days).
+    #[arg(long, env = "WIDGETD_WIDGET_TTL_SECS", default_value_t = 7 * 24 * 3600)]
+    pub widget_ttl_secs: u64,
+    /// Seconds between sweeps for expired widgets.
+    #[arg(long, env = "WIDGETD_SWEEP_SECS", default_value_t = 30)]
+    pub sweep_secs: u64,
+    /// Extra Host names (comma-separated, `host` or `host:port`) that /mcp
+    /// answers to; loopback and the public URL's host are always allowed.
+    #[arg(long, env = "WIDGETD_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -197,6 +213,23 @@ pub enum KeysCommand {
     },
     /// Re-encrypt every value still under an older data key with the newest.
     Reencrypt,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Audit rows, oldest first.
+    List {
+        /// Only rows at or after this time (RFC 3339, e.g. 2026-11-22T00:00:00Z).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only rows about this session.
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the hash chain; exits non-zero naming the first bad row.
+    Verify,
 }
 
 #[derive(Debug, Args)]

@@ -74,8 +74,10 @@ impl AppError {
     }
 }
 
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
+impl AppError {
+    /// The status and the `{"error": {…}}` body of this error. Internal
+    /// failures are logged here and get a generic message.
+    pub fn to_body(&self) -> (StatusCode, serde_json::Value) {
         let (status, code) = self.status_and_code();
         let message = if status.is_server_error() {
             // Bound parameters never appear in these errors, so logging them is
@@ -85,11 +87,18 @@ impl IntoResponse for AppError {
         } else {
             self.to_string()
         };
-        let mut response = (
-            status,
-            Json(json!({ "error": { "code": code, "message": message } })),
-        )
-            .into_response();
+        let mut body = json!({ "error": { "code": code, "message": message } });
+        if let Self::WidgetNotPending(current) = self {
+            body["error"]["status"] = json!(current);
+        }
+        (status, body)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.to_body();
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

@@ -168,11 +168,15 @@ pub async fn list(
 
 /// Where the chain first breaks.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "audit row {row_id} does not match the chain: it or a row before it was edited, deleted or reordered"
-)]
-pub struct ChainBroken {
-    pub row_id: i64,
+pub enum ChainBroken {
+    #[error(
+        "audit row {row_id} was altered: its hash does not match its contents and the row before it"
+    )]
+    Altered { row_id: i64 },
+    #[error(
+        "audit row {expected} is missing (deleted, or rows were reordered): row {found} stands in its place"
+    )]
+    Missing { expected: i64, found: i64 },
 }
 
 /// Checks the whole chain; returns how many rows verified.
@@ -181,8 +185,14 @@ pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<usize,
     let mut prev = vec![0u8; 32];
     for (i, row) in rows.iter().enumerate() {
         let expected_id = i64::try_from(i).expect("row count fits i64") + 1;
-        if row.id != expected_id || row.prev_hash != prev || row.compute_hash(&prev) != row.hash {
-            return Ok(Err(ChainBroken { row_id: row.id }));
+        if row.id != expected_id {
+            return Ok(Err(ChainBroken::Missing {
+                expected: expected_id,
+                found: row.id,
+            }));
+        }
+        if row.prev_hash != prev || row.compute_hash(&prev) != row.hash {
+            return Ok(Err(ChainBroken::Altered { row_id: row.id }));
         }
         prev.clone_from(&row.hash);
     }

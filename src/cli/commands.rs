@@ -2,6 +2,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use secrecy::{ExposeSecret, SecretString};
@@ -10,7 +11,8 @@ use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
 use super::{
-    Cli, Command, EnvCommand, KeysCommand, ServeArgs, SessionCommand, TokenCommand, UserCommand,
+    AuditCommand, Cli, Command, EnvCommand, KeysCommand, ServeArgs, SessionCommand, TokenCommand,
+    UserCommand,
 };
 use crate::auth::{self, Role, passwords, tokens::TokenScopes};
 use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
@@ -19,7 +21,8 @@ use crate::exec::{self, ExecOptions};
 use crate::ids::{SessionId, TokenId};
 use crate::secrets::{self, EnvVarName, SecretValue, Target};
 use crate::startup::{DataDir, open_data_dir};
-use crate::{AppState, Settings, clock, sessions};
+use crate::web::SqliteSessionStore;
+use crate::{AppState, Settings, clock, sessions, widgets};
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -46,6 +49,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Session(cmd) => Admin::Session(cmd),
         Command::Env(cmd) => Admin::Env(cmd),
         Command::Keys(cmd) => Admin::Keys(cmd),
+        Command::Audit(cmd) => Admin::Audit(cmd),
     };
     let data = open_data_dir(&dir).await?;
     let result = match admin {
@@ -54,6 +58,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Admin::Session(cmd) => session(&data, cmd).await,
         Admin::Env(cmd) => env(&data, cmd).await,
         Admin::Keys(cmd) => keys(&data, cmd).await,
+        Admin::Audit(cmd) => audit(&data, cmd).await,
     };
     // Closing checkpoints the WAL, so the database file is complete and
     // stable once the command returns.
@@ -68,6 +73,7 @@ enum Admin {
     Session(SessionCommand),
     Env(EnvCommand),
     Keys(KeysCommand),
+    Audit(AuditCommand),
 }
 
 async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
@@ -118,7 +124,18 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let db = data.db.clone();
-    let state = AppState::new(data.db, data.keyring, Settings::new(public_url));
+    let mut settings = Settings::new(public_url);
+    settings.prompt_tag = args.prompt_tag;
+    settings.widget_ttl_ms =
+        i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    settings
+        .mcp_allowed_hosts
+        .extend(args.mcp_allowed_hosts.into_iter().filter(|h| !h.is_empty()));
+    let state = AppState::new(data.db, data.keyring, settings);
+    tokio::spawn(background_jobs(
+        state.clone(),
+        Duration::from_secs(args.sweep_secs.max(1)),
+    ));
     tracing::info!(%addr, "serving");
     crate::serve(listener, state, shutdown_signal())
         .await
@@ -126,6 +143,22 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
     db.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Expires widgets and deletes expired browser sessions, every `every`.
+async fn background_jobs(state: AppState, every: Duration) {
+    let sessions = SqliteSessionStore::new(state.db.clone());
+    loop {
+        match widgets::expire_due(&state).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
+            Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
+        }
+        if let Err(err) = sessions.delete_expired().await {
+            tracing::error!(error = %err, "deleting expired browser sessions failed");
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 /// The first admin, created on a data dir without users.
@@ -483,5 +516,49 @@ async fn backup(dir: &Path, target: &Path) -> anyhow::Result<()> {
         "the master key is not in it: back up {} (or WIDGETD_MASTER_KEY) separately",
         dir.join(crate::crypto::MASTER_KEY_FILE).display()
     );
+    Ok(())
+}
+
+async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
+    let mut conn = data.db.read.acquire().await?;
+    match cmd {
+        AuditCommand::List {
+            since,
+            session,
+            json,
+        } => {
+            let since = since
+                .map(|t| {
+                    time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
+                        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+                        .with_context(|| format!("--since takes an RFC 3339 time such as 2026-11-22T00:00:00Z, not `{t}`"))
+                })
+                .transpose()?;
+            let rows = crate::audit::list(&mut conn, since, session.as_deref()).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for r in rows {
+                    let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+                    println!(
+                        "{:>6} {} {:<24} {:<22} session={} widget={} names={} scope={} from={}",
+                        r.id,
+                        clock::rfc3339(r.at),
+                        r.action,
+                        r.actor,
+                        field(&r.session_id),
+                        field(&r.widget_id),
+                        field(&r.names),
+                        field(&r.scope),
+                        field(&r.client_addr)
+                    );
+                }
+            }
+        }
+        AuditCommand::Verify => match crate::audit::verify(&mut conn).await? {
+            Ok(count) => println!("the audit log verifies: {count} row(s), chain intact"),
+            Err(broken) => bail!("{broken}"),
+        },
+    }
     Ok(())
 }

@@ -448,15 +448,3 @@ pub async fn archive_session(
     state.hub.publish(session_id);
     Ok(pending.len())
 }
-
-/// Runs [`expire_due`] every `every` until the process ends.
-pub async fn run_expiry(state: AppState, every: std::time::Duration) {
-    loop {
-        match expire_due(&state).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
-            Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
-        }
-        tokio::time::sleep(every).await;
-    }
-}

@@ -3,17 +3,15 @@
 //! database file or its WAL in any common encoding, not a log line at TRACE,
 //! not a response an agent token can get.
 
-use std::fs::File;
 use std::path::Path;
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use reqwest::Client;
 use serde_json::{Value, json};
 
-use crate::helpers::{canary, stderr, stdout, widgetd};
+use crate::helpers::{Daemon, PASSWORD, canary, client, session_cookie, stderr, stdout, widgetd};
 
 /// Text forms the value could take if it leaked: as is, hex, and base64 at
 /// each of the three alignments it could have inside a longer encoding.
@@ -50,43 +48,38 @@ fn assert_absent(what: &str, haystack: &[u8], value: &str) {
     }
 }
 
-fn wait_for_url(stdout_file: &Path, daemon: &mut Child) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(stdout_file).unwrap_or_default();
-        if let Some(rest) = text.split("listening on ").nth(1) {
-            return rest.lines().next().unwrap().trim().to_owned();
-        }
-        assert!(
-            daemon.try_wait().unwrap().is_none(),
-            "the daemon exited: {text}"
-        );
-        assert!(
-            Instant::now() < deadline,
-            "the daemon did not start: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn read_if_exists(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_default()
+}
+
+/// Logs in through the form; returns the cookie and the form token.
+async fn login(client: &Client, url: &str) -> (String, String) {
+    let r = client
+        .post(format!("{url}/login"))
+        .form(&[("username", "admin"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let cookie = session_cookie(&r).unwrap();
+    let me: Value = client
+        .get(format!("{url}/api/v1/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (cookie, me["csrf_token"].as_str().unwrap().to_owned())
 }
 
 #[tokio::test]
 async fn a_canary_reaches_only_the_executor_path() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let (out_log, err_log) = (tmp.path().join("serve.out"), tmp.path().join("serve.err"));
-    let mut daemon = widgetd(&dir)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("RUST_LOG", "trace")
-        .env("WIDGETD_ADMIN_PASSWORD", "an admin password for tests")
-        .stdout(File::create(&out_log).unwrap())
-        .stderr(File::create(&err_log).unwrap())
-        .spawn()
-        .unwrap();
-    let url = wait_for_url(&out_log, &mut daemon);
+    let daemon = Daemon::start(&dir, tmp.path(), "serve");
+    let url = daemon.url.clone();
     let mut cli_output = Vec::new();
 
     let minted = widgetd(&dir)
@@ -106,7 +99,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     let token: Value = serde_json::from_slice(&minted.stdout).unwrap();
     let token = token["token"].as_str().unwrap().to_owned();
 
-    let client = Client::new();
+    let client = client();
     let session: Value = client
         .post(format!("{url}/api/v1/sessions"))
         .bearer_auth(&token)
@@ -120,26 +113,46 @@ async fn a_canary_reaches_only_the_executor_path() {
         session["session_id"].as_str().unwrap(),
         session["agent_token"].as_str().unwrap(),
     );
+    let mut agent_side = Vec::new();
 
-    let (global, scoped) = (canary("global"), canary("session"));
-    for body in [
-        json!({ "value": global }),
-        json!({ "value": scoped, "scope": "session", "session_id": session_id }),
-    ] {
-        let name = if body.get("scope").is_some() {
-            "SESSION_KEY"
-        } else {
-            "GLOBAL_KEY"
-        };
-        let r = client
-            .put(format!("{url}/api/v1/env/{name}"))
-            .bearer_auth(&token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 204);
-    }
+    // One value typed into the widget form, one set through the API.
+    let (typed, scoped) = (canary("typed"), canary("session"));
+    let widget = client
+        .post(format!("{url}/api/v1/sessions/{session_id}/widgets/env-vars"))
+        .bearer_auth(agent)
+        .json(&json!({ "names": ["TYPED_KEY"], "reason": "to call the API", "default_scope": "global" }))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    agent_side.extend_from_slice(&widget);
+    let widget: Value = serde_json::from_slice(&widget).unwrap();
+    let widget_id = widget["widget_id"].as_str().unwrap();
+    let (cookie, csrf) = login(&client, &url).await;
+    let r = client
+        .post(format!("{url}/widgets/{widget_id}/submit"))
+        .header("cookie", &cookie)
+        .header("origin", &url)
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("value.TYPED_KEY", &typed),
+            ("scope", "global"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let body = json!({ "value": scoped, "scope": "session", "session_id": session_id });
+    let r = client
+        .put(format!("{url}/api/v1/env/SESSION_KEY"))
+        .bearer_auth(&token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
 
     // The executor path is the one place the values come out.
     let env: Value = client
@@ -153,32 +166,62 @@ async fn a_canary_reaches_only_the_executor_path() {
         .unwrap();
     assert_eq!(
         env["env"],
-        json!({ "GLOBAL_KEY": global, "SESSION_KEY": scoped })
+        json!({ "TYPED_KEY": typed, "SESSION_KEY": scoped })
     );
 
-    // Everything an agent token can ask for.
-    let mut agent_responses = Vec::new();
+    // Everything an agent token or the agent host's queue can show.
     for (method, path) in [
         ("GET", format!("/api/v1/sessions/{session_id}/env")),
         ("GET", "/api/v1/env".to_owned()),
-        ("POST", "/api/v1/sessions".to_owned()),
-        ("PUT", "/api/v1/env/GLOBAL_KEY".to_owned()),
-        ("DELETE", "/api/v1/env/GLOBAL_KEY".to_owned()),
+        ("PUT", "/api/v1/env/TYPED_KEY".to_owned()),
+        ("GET", format!("/api/v1/widgets/{widget_id}")),
+        ("GET", format!("/api/v1/sessions/{session_id}/prompts")),
     ] {
         let request = client
             .request(method.parse().unwrap(), format!("{url}{path}"))
             .bearer_auth(agent);
-        let response = request.json(&json!({})).send().await.unwrap();
-        assert!(response.status().is_client_error(), "{method} {path}");
-        agent_responses.extend_from_slice(&response.bytes().await.unwrap());
+        agent_side.extend_from_slice(
+            &request
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        );
     }
-    let list = client
-        .get(format!("{url}/api/v1/env"))
-        .bearer_auth(&token)
+    for path in [
+        format!("/api/v1/sessions/{session_id}/prompts"),
+        "/api/v1/env".to_owned(),
+    ] {
+        let r = client
+            .get(format!("{url}{path}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        agent_side.extend_from_slice(&r.bytes().await.unwrap());
+    }
+    let prompts = String::from_utf8_lossy(&agent_side).into_owned();
+    assert!(
+        prompts.contains("[Agor] User submitted TYPED_KEY (scope: global)."),
+        "{prompts}"
+    );
+    let mut events = client
+        .get(format!("{url}/api/v1/sessions/{session_id}/events"))
+        .bearer_auth(agent)
         .send()
         .await
         .unwrap();
-    agent_responses.extend_from_slice(&list.bytes().await.unwrap());
+    while !String::from_utf8_lossy(&agent_side).contains("widget:resolved") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), events.chunk())
+            .await
+            .unwrap()
+            .unwrap();
+        agent_side.extend_from_slice(&chunk.unwrap());
+    }
+    drop(events);
 
     let mut exec = Command::new(env!("CARGO_BIN_EXE_widgetd"));
     exec.args([
@@ -190,7 +233,7 @@ async fn a_canary_reaches_only_the_executor_path() {
         "--",
         "sh",
         "-c",
-        r#"echo "$GLOBAL_KEY $SESSION_KEY""#,
+        r#"echo "$TYPED_KEY $SESSION_KEY""#,
     ])
     .env("WIDGETD_TOKEN", &token)
     .env("RUST_LOG", "trace");
@@ -213,15 +256,8 @@ async fn a_canary_reaches_only_the_executor_path() {
         !live_wal.is_empty(),
         "the WAL should hold the recent writes while the daemon runs"
     );
-
-    Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(
-        daemon.wait().unwrap().success(),
-        "the daemon did not shut down cleanly on SIGTERM"
-    );
+    let (out_log, err_log) = (daemon.out_log.clone(), daemon.err_log.clone());
+    daemon.stop();
     let closed_db = read_if_exists(&db_path);
     let logs = [read_if_exists(&out_log), read_if_exists(&err_log)].concat();
     assert!(
@@ -230,16 +266,101 @@ async fn a_canary_reaches_only_the_executor_path() {
     );
     assert!(String::from_utf8_lossy(&logs).contains("shutting down"));
 
-    for value in [&global, &scoped] {
+    for value in [&typed, &scoped] {
         assert_absent("the database file while running", &live_db, value);
         assert_absent("the WAL", &live_wal, value);
         assert_absent("the database file after shutdown", &closed_db, value);
         assert_absent("the daemon's output at TRACE", &logs, value);
         assert_absent("the CLI's output at TRACE", &cli_output, value);
         assert_absent(
-            "a response to an agent token or a listing",
-            &agent_responses,
+            "a response to an agent token, a prompt or an event",
+            &agent_side,
             value,
         );
     }
+}
+
+#[tokio::test]
+async fn a_pending_widget_survives_a_killed_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut daemon = Daemon::start(&dir, tmp.path(), "first");
+    let token = widgetd(&dir)
+        .args([
+            "token",
+            "create",
+            "--user",
+            "admin",
+            "--scope",
+            "sessions,env:read",
+        ])
+        .output()
+        .unwrap();
+    let token = stdout(&token).trim().to_owned();
+    let client = client();
+    let session: Value = client
+        .post(format!("{}/api/v1/sessions", daemon.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (session_id, agent) = (
+        session["session_id"].as_str().unwrap(),
+        session["agent_token"].as_str().unwrap(),
+    );
+    let widget: Value = client
+        .post(format!(
+            "{}/api/v1/sessions/{session_id}/widgets/env-vars",
+            daemon.url
+        ))
+        .bearer_auth(agent)
+        .json(&json!({ "names": ["SURVIVOR"], "reason": "r" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let widget_id = widget["widget_id"].as_str().unwrap();
+
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    let daemon = Daemon::start(&dir, tmp.path(), "second");
+    let url = daemon.url.clone();
+    let state: Value = client
+        .get(format!("{url}/api/v1/widgets/{widget_id}"))
+        .bearer_auth(agent)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["status"], "pending");
+    let (cookie, csrf) = login(&client, &url).await;
+    let r = client
+        .post(format!("{url}/widgets/{widget_id}/submit"))
+        .header("cookie", &cookie)
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("value.SURVIVOR", "after-restart"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let env: Value = client
+        .get(format!("{url}/api/v1/sessions/{session_id}/env"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(env["env"]["SURVIVOR"], "after-restart");
+    daemon.stop();
 }

@@ -316,3 +316,75 @@ async fn tokens_users_and_backups_from_the_command_line() {
     std::fs::copy(dir.join("master.key"), restored.join("master.key")).unwrap();
     assert_eq!(global_value(&restored, "API_KEY").await, "value-before\n");
 }
+
+#[tokio::test]
+async fn audit_verify_names_the_first_edited_deleted_or_reordered_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let app = crate::helpers::spawn_app().await;
+    let scene = crate::helpers::scene(&app, "alice").await;
+    for name in ["A_KEY", "B_KEY", "C_KEY"] {
+        app.pending_widget(&scene.agent, &scene.session, &[name])
+            .await;
+    }
+    app.state.db.close().await;
+    copy_dir(&app.data_dir(), &dir);
+    assert!(ok(widgetd(&dir).args(["audit", "verify"])).contains("3 row(s), chain intact"));
+    let listed: Value =
+        serde_json::from_str(&ok(widgetd(&dir).args(["audit", "list", "--json"]))).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    assert_eq!(listed[1]["names"], "B_KEY");
+
+    let tampers = [
+        (
+            "UPDATE audit_log SET names = 'Z_KEY' WHERE id = 2",
+            "audit row 2 was altered",
+        ),
+        (
+            "UPDATE audit_log SET at = at + 1 WHERE id = 3",
+            "audit row 3 was altered",
+        ),
+        (
+            "DELETE FROM audit_log WHERE id = 2",
+            "audit row 2 is missing",
+        ),
+        (
+            "UPDATE audit_log SET id = id + 10 WHERE id = 1",
+            "audit row 1 is missing",
+        ),
+    ];
+    for (tamper, expected) in tampers {
+        let copy = tmp
+            .path()
+            .join(format!("copy-{}", expected.replace(' ', "-")));
+        copy_dir(&dir, &copy);
+        let pool =
+            sqlx::SqlitePool::connect(&format!("sqlite://{}", copy.join("widgetd.db").display()))
+                .await
+                .unwrap();
+        for sql in [
+            "DROP TRIGGER audit_log_no_update",
+            "DROP TRIGGER audit_log_no_delete",
+            tamper,
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+        let out = widgetd(&copy).args(["audit", "verify"]).output().unwrap();
+        assert!(!out.status.success(), "{tamper}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{tamper}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}

@@ -23,11 +23,18 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Same as [`spawn_app`], with settings changed first.
+pub async fn spawn_app_with(change: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let data = open_data_dir(&dir.path().join("data")).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState::new(data.db, data.keyring, Settings::new(url.clone()));
+    let mut settings = Settings::new(url.clone());
+    change(&mut settings);
+    let state = AppState::new(data.db, data.keyring, settings);
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(widgetd::serve(listener, state.clone(), async {
         let _ = rx.await;
@@ -35,7 +42,7 @@ pub async fn spawn_app() -> TestApp {
     TestApp {
         url,
         state,
-        client: Client::new(),
+        client: client(),
         dir,
         _shutdown: tx,
     }
@@ -48,14 +55,9 @@ impl TestApp {
 
     pub async fn user(&self, name: &str, role: Role) -> User {
         let mut conn = self.state.db.write.acquire().await.unwrap();
-        auth::create_user(
-            &mut conn,
-            name,
-            role,
-            "a long test password".to_owned().into(),
-        )
-        .await
-        .unwrap()
+        auth::create_user(&mut conn, name, role, PASSWORD.to_owned().into())
+            .await
+            .unwrap()
     }
 
     pub async fn token(&self, user: &User, scopes: &str) -> String {
@@ -183,4 +185,232 @@ pub fn stderr(output: &Output) -> String {
 /// A value no test would produce by accident.
 pub fn canary(label: &str) -> String {
     format!("canary-{label}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// An HTTP client that shows redirects instead of following them.
+pub fn client() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The password `TestApp::user` gives everyone.
+pub const PASSWORD: &str = "a long test password";
+
+/// A signed-in browser: its session cookie and form token.
+pub struct Browser {
+    pub cookie: String,
+    pub csrf: String,
+}
+
+/// The `name=value` part of the session cookie in a response, if any.
+pub fn session_cookie(response: &Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("widgetd="))
+        .map(|v| v.split(';').next().unwrap().to_owned())
+}
+
+impl TestApp {
+    /// Logs `name` in with the test password.
+    pub async fn login(&self, name: &str) -> Browser {
+        self.login_with(name, PASSWORD, None)
+            .await
+            .expect("login succeeds")
+    }
+
+    /// Posts the login form (optionally with an existing cookie).
+    pub async fn login_with(
+        &self,
+        name: &str,
+        password: &str,
+        cookie: Option<&str>,
+    ) -> Option<Browser> {
+        let mut request = self
+            .client
+            .post(format!("{}/login", self.url))
+            .form(&[("username", name), ("password", password)]);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        if response.status() != StatusCode::SEE_OTHER {
+            return None;
+        }
+        let cookie = session_cookie(&response).expect("login sets the session cookie");
+        let me: Value = self
+            .client
+            .get(format!("{}/api/v1/me", self.url))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        Some(Browser {
+            cookie,
+            csrf: me["csrf_token"].as_str().unwrap().to_owned(),
+        })
+    }
+
+    /// A same-origin form post from `browser`, as a browser sends it.
+    pub async fn post_form(
+        &self,
+        browser: &Browser,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> Response {
+        let mut all: Vec<(&str, &str)> = vec![("csrf_token", &browser.csrf)];
+        all.extend_from_slice(fields);
+        self.client
+            .post(format!("{}{path}", self.url))
+            .header("cookie", &browser.cookie)
+            .header("origin", &self.url)
+            .header("sec-fetch-site", "same-origin")
+            .form(&all)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `POST /api/v1/sessions/{session}/widgets/env-vars` as the agent.
+    pub async fn request_env_vars(&self, agent: &str, session: &str, body: &Value) -> Response {
+        self.post_json(
+            &format!("/api/v1/sessions/{session}/widgets/env-vars"),
+            agent,
+            body,
+        )
+        .await
+    }
+
+    /// A widget request whose answer the caller inspects.
+    pub async fn pending_widget_response(&self, agent: &str, session: &str) -> Response {
+        self.request_env_vars(
+            agent,
+            session,
+            &json!({ "names": ["ANY_KEY"], "reason": "to call the API" }),
+        )
+        .await
+    }
+
+    /// Creates a pending widget for `names`; returns its id.
+    pub async fn pending_widget(&self, agent: &str, session: &str, names: &[&str]) -> String {
+        let response = self
+            .request_env_vars(
+                agent,
+                session,
+                &json!({ "names": names, "reason": "to call the API" }),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["status"], "pending");
+        body["widget_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Undelivered prompts of a session, waiting up to `wait` seconds.
+    pub async fn prompts(&self, host: &str, session: &str, wait: u64) -> Vec<Value> {
+        let response = self
+            .get(
+                &format!("/api/v1/sessions/{session}/prompts?wait={wait}"),
+                host,
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json::<Value>().await.unwrap()["prompts"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql)
+            .fetch_one(&self.state.db.read)
+            .await
+            .unwrap()
+    }
+}
+
+/// A user with a host token (sessions, env:read, env:write) and a session.
+pub struct Scene {
+    pub host: String,
+    pub session: String,
+    pub agent: String,
+}
+
+pub async fn scene(app: &TestApp, user: &str) -> Scene {
+    let alice = app.user(user, Role::Member).await;
+    let host = app.token(&alice, "sessions,env:read,env:write").await;
+    let (session, agent) = app.session(&host).await;
+    Scene {
+        host,
+        session,
+        agent,
+    }
+}
+
+/// The real `widgetd serve` as a child process on 127.0.0.1:0, logging to files.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub url: String,
+    pub out_log: PathBuf,
+    pub err_log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts the daemon on `data_dir` with `RUST_LOG=trace` and the admin
+    /// password `PASSWORD`; waits until it listens.
+    pub fn start(data_dir: &Path, logs: &Path, label: &str) -> Daemon {
+        let (out_log, err_log) = (
+            logs.join(format!("{label}.out")),
+            logs.join(format!("{label}.err")),
+        );
+        let mut child = widgetd(data_dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("RUST_LOG", "trace")
+            .env("WIDGETD_ADMIN_PASSWORD", PASSWORD)
+            .stdout(std::fs::File::create(&out_log).unwrap())
+            .stderr(std::fs::File::create(&err_log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let url = loop {
+            let text = std::fs::read_to_string(&out_log).unwrap_or_default();
+            if let Some(rest) = text.split("listening on ").nth(1) {
+                break rest.lines().next().unwrap().trim().to_owned();
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the daemon exited: {text}"
+            );
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the daemon did not start: {text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        Daemon {
+            child,
+            url,
+            out_log,
+            err_log,
+        }
+    }
+
+    /// Sends SIGTERM and waits; asserts a clean exit.
+    pub fn stop(mut self) {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(
+            self.child.wait().unwrap().success(),
+            "the daemon did not shut down cleanly on SIGTERM"
+        );
+    }
 }

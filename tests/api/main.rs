@@ -6,5 +6,7 @@ mod cli;
 mod env_api;
 mod exec;
 mod helpers;
+mod mcp;
 mod sessions;
 mod vault;
+mod widgets;

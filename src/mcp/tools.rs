@@ -1,0 +1,142 @@
+//! The tools an agent sees. Each call reads who is calling from the HTTP
+//! request the `/mcp` middleware authenticated, runs the same domain
+//! function as the REST API, and answers a refusal as a tool error carrying
+//! the REST API's stable error code.
+
+use axum::http::request::Parts;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::AgentSession;
+use crate::AppState;
+use crate::audit::Actor;
+use crate::error::{AppError, AppResult};
+use crate::widgets::{self, Cause, RequestEnvVarsInput, WidgetId, WidgetView};
+
+/// The MCP server: one per request (stateless), sharing the app state.
+#[derive(Clone)]
+pub(super) struct AgentTools {
+    state: AppState,
+}
+
+/// The arguments of `get_widget_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WidgetStatusInput {
+    /// The `widget_id` that `request_env_vars` returned.
+    widget_id: String,
+}
+
+impl AgentTools {
+    pub(super) fn new(state: AppState) -> Self {
+        Self { state }
+    }
+
+    async fn create_env_vars_widget(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        input: RequestEnvVarsInput,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let actor = Actor::Agent(agent.session_id.clone());
+        let cause = Cause {
+            actor: &actor,
+            client: &agent.client,
+        };
+        let created =
+            widgets::request_env_vars(&self.state, &agent.session_id, input, cause).await?;
+        Ok(json!({ "widget_id": created.widget_id, "status": created.status }))
+    }
+
+    async fn widget_status(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        widget_id: &str,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let id = WidgetId::parse(widget_id).ok_or(AppError::NotFound("widget"))?;
+        let widget = widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await?;
+        // Another session's widget is reported missing, not forbidden, so an
+        // agent cannot learn which ids exist elsewhere.
+        if widget.session_id != agent.session_id {
+            return Err(AppError::NotFound("widget"));
+        }
+        let view = WidgetView::from(widget);
+        Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
+    }
+}
+
+#[tool_router]
+impl AgentTools {
+    /// Ask the user for environment variables you need (API keys, tokens,
+    /// other credentials or settings). The user types the values into a
+    /// secure form shown in the conversation transcript. The values go to an
+    /// encrypted store and are injected into your environment on your next
+    /// turn; you never see them.
+    /// Returns at once with `{widget_id, status}`.
+    /// Status `pending`: END YOUR TURN now; you are resumed with a message
+    /// once the user answers or dismisses the form.
+    /// Status `already_present`: every name is already configured, so you
+    /// can proceed now.
+    /// NEVER ask the user to paste secret values into the chat.
+    #[tool]
+    async fn request_env_vars(
+        &self,
+        Parameters(input): Parameters<RequestEnvVarsInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        respond(self.create_env_vars_widget(&ctx, input).await)
+    }
+
+    /// The current state of a widget you created in this session: its
+    /// status (`pending`, `submitted`, `dismissed`, `expired`, `cancelled`
+    /// or `already_present`), its parameters and its result (names and
+    /// scope, never a value). There is no need to poll: you are resumed
+    /// with a message when the widget resolves.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_widget_status(
+        &self,
+        Parameters(input): Parameters<WidgetStatusInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        respond(self.widget_status(&ctx, &input.widget_id).await)
+    }
+}
+
+#[tool_handler(
+    name = "widgetd",
+    instructions = "widgetd lets you ask the user for input through forms shown inline in \
+        the conversation transcript. When you need an environment variable such as an API \
+        key, call request_env_vars and end your turn: the user types the values into a \
+        secure form, and they are injected into your environment on your next turn without \
+        ever passing through the conversation. Never ask for secret values in chat."
+)]
+impl ServerHandler for AgentTools {}
+
+/// Who is calling, as the `/mcp` middleware authenticated them; never taken
+/// from tool arguments.
+fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
+    ctx.extensions
+        .get::<Parts>()
+        .and_then(|parts| parts.extensions.get::<AgentSession>())
+        .ok_or_else(|| {
+            AppError::Internal(anyhow::anyhow!(
+                "an MCP tool was called without an authenticated agent session"
+            ))
+        })
+}
+
+fn respond(result: AppResult<Value>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(value),
+        // A refusal as a tool error, so the agent sees it and can fix its
+        // call: the REST API's `{"error":{"code","message"}}` body, so codes
+        // match across interfaces.
+        Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_body().1.to_string())]),
+    }
+}

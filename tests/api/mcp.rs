@@ -1,0 +1,325 @@
+//! The MCP endpoint, driven by rmcp's own client over Streamable HTTP.
+
+use reqwest::StatusCode;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{ClientInitializeError, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, scene, spawn_app};
+
+type McpClient = RunningService<RoleClient, ()>;
+
+/// Connects as the holder of `token` (sent as `Bearer <token>`), if any.
+async fn connect(app: &TestApp, token: Option<&str>) -> Result<McpClient, ClientInitializeError> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url));
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+}
+
+async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("tool arguments are a JSON object");
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap()
+}
+
+/// The structured content of a successful call.
+fn structured(result: CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.expect("structured content")
+}
+
+/// The text of a tool error.
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone()
+}
+
+/// The stable code in a tool error's `{"error":{"code","message"}}` text.
+fn error_code(result: &CallToolResult) -> String {
+    let body: Value = serde_json::from_str(&error_text(result)).unwrap();
+    body["error"]["code"].as_str().unwrap().to_owned()
+}
+
+/// An `initialize` POST as any MCP client sends it, with extra headers.
+async fn raw_initialize(
+    app: &TestApp,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "raw", "version": "0" }
+            }
+        }));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+fn env_request(names: &[&str]) -> Value {
+    json!({ "names": names, "reason": "to call the API" })
+}
+
+#[tokio::test]
+async fn tools_list_shows_the_two_tools_with_their_full_schemas() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+
+    let info = client.peer_info().expect("the server introduced itself");
+    let server = info.server_info.as_ref().expect("server info");
+    assert_eq!(server.name, "widgetd");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["get_widget_status", "request_env_vars"]);
+
+    let request = &tools[1];
+    let schema = Value::Object((*request.input_schema).clone());
+    let mut properties: Vec<&str> = schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    properties.sort_unstable();
+    let expected = [
+        "default_scope",
+        "instructions",
+        "names",
+        "reason",
+        "variable_metadata",
+    ];
+    assert_eq!(properties, expected, "{schema}");
+    assert_eq!(schema["required"], json!(["names", "reason"]));
+    assert_eq!(schema["additionalProperties"], false);
+    let description = request.description.as_deref().unwrap();
+    assert!(description.contains("END YOUR TURN"), "{description}");
+    assert!(
+        description.contains("NEVER ask the user to paste secret values into the chat"),
+        "{description}"
+    );
+
+    let status = Value::Object((*tools[0].input_schema).clone());
+    assert_eq!(status["required"], json!(["widget_id"]));
+    assert_eq!(status["additionalProperties"], false);
+}
+
+#[tokio::test]
+async fn request_env_vars_creates_a_pending_widget_the_agent_can_read_back() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+
+    let created = structured(
+        call(
+            &client,
+            "request_env_vars",
+            env_request(&["B_KEY", "A_KEY"]),
+        )
+        .await,
+    );
+    assert_eq!(created["status"], "pending");
+    assert_eq!(created.as_object().unwrap().len(), 2, "{created}");
+    let id = created["widget_id"].as_str().unwrap();
+
+    let response = app.get(&format!("/api/v1/widgets/{id}"), &s.agent).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let rest: Value = response.json().await.unwrap();
+    assert_eq!(rest["status"], "pending");
+    assert_eq!(rest["session_id"], s.session);
+    assert_eq!(rest["params"]["names"], json!(["A_KEY", "B_KEY"]));
+
+    let status = structured(call(&client, "get_widget_status", json!({ "widget_id": id })).await);
+    assert_eq!(status["status"], "pending");
+    assert_eq!(status["widget_id"], id);
+    assert_eq!(status["params"], rest["params"]);
+
+    // The audit row names the agent and where the call came from.
+    let audited = app
+        .count(&format!(
+            "SELECT count(*) FROM audit_log WHERE action = 'widget.create' AND widget_id = '{id}' \
+             AND actor = 'agent:{}' AND client_addr = '127.0.0.1'",
+            s.session
+        ))
+        .await;
+    assert_eq!(audited, 1);
+}
+
+#[tokio::test]
+async fn names_already_configured_come_back_already_present() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let response = app
+        .put_env(&s.host, "A_KEY", &json!({ "value": "x" }))
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+
+    let cases: [(&[&str], &str); 2] = [
+        (&["A_KEY"], "already_present"),
+        // One name still missing: the user is asked for both.
+        (&["A_KEY", "B_KEY"], "pending"),
+    ];
+    for (names, expected) in cases {
+        let created = structured(call(&client, "request_env_vars", env_request(names)).await);
+        assert_eq!(created["status"], expected, "{names:?}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_arguments_come_back_as_tool_errors_with_stable_codes() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let eleven: Vec<String> = (0..11).map(|i| format!("KEY_{i}")).collect();
+
+    let cases = [
+        (json!({ "names": ["PATH"], "reason": "r" }), "blocked_name"),
+        (json!({ "names": eleven, "reason": "r" }), "names_count"),
+        (
+            json!({ "names": ["A_KEY"], "reason": "  " }),
+            "invalid_reason",
+        ),
+        (
+            json!({ "names": ["A_KEY"], "reason": "r", "variable_metadata": { "B_KEY": {} } }),
+            "unknown_metadata_name",
+        ),
+    ];
+    for (arguments, code) in cases {
+        let result = call(&client, "request_env_vars", arguments.clone()).await;
+        assert_eq!(error_code(&result), code, "{arguments}");
+    }
+
+    // An unknown key is refused, naming the allowed ones.
+    let typo = json!({ "nmes": ["A_KEY"], "reason": "r" });
+    let text = error_text(&call(&client, "request_env_vars", typo).await);
+    assert!(text.contains("unknown field `nmes`"), "{text}");
+    assert!(
+        text.contains("`names`") && text.contains("`variable_metadata`"),
+        "{text}"
+    );
+
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+}
+
+#[tokio::test]
+async fn only_a_live_agent_token_may_connect() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+
+    let cases = [
+        ("no token", None, "missing_token"),
+        (
+            "unknown agent token",
+            Some("wda_not-a-real-token"),
+            "invalid_token",
+        ),
+        ("API token", Some(s.host.as_str()), "invalid_token"),
+        (
+            "not a bearer token",
+            Some("something-else"),
+            "invalid_token",
+        ),
+    ];
+    for (label, token, code) in cases {
+        assert!(connect(&app, token).await.is_err(), "{label} connected");
+        let response = raw_initialize(&app, token, &[]).await;
+        assert_eq!(response.headers()["www-authenticate"], "Bearer", "{label}");
+        assert_error(response, StatusCode::UNAUTHORIZED, code, None).await;
+    }
+    assert!(connect(&app, Some(&s.agent)).await.is_ok());
+}
+
+#[tokio::test]
+async fn foreign_origins_and_hosts_are_refused() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+
+    let response = raw_initialize(&app, Some(&s.agent), &[("origin", &app.url)]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    // A page on another site, even holding a valid token.
+    let origin = [("origin", "https://evil.example")];
+    let response = raw_initialize(&app, Some(&s.agent), &origin).await;
+    assert_error(response, StatusCode::FORBIDDEN, "forbidden", None).await;
+    // DNS rebinding: our address under someone else's name.
+    let host = [("host", "evil.example")];
+    let response = raw_initialize(&app, Some(&s.agent), &host).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn an_agent_sees_only_its_own_sessions_widgets() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let (_, other_agent) = app.session(&s.host).await;
+    let owner = connect(&app, Some(&s.agent)).await.unwrap();
+    let other = connect(&app, Some(&other_agent)).await.unwrap();
+    let created = structured(call(&owner, "request_env_vars", env_request(&["A_KEY"])).await);
+    let id = created["widget_id"].as_str().unwrap();
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let cases = [
+        (&other, id),
+        (&owner, "not-a-uuid"),
+        (&owner, unknown.as_str()),
+    ];
+    for (client, widget_id) in cases {
+        let result = call(
+            client,
+            "get_widget_status",
+            json!({ "widget_id": widget_id }),
+        )
+        .await;
+        assert_eq!(error_code(&result), "not_found", "{widget_id}");
+    }
+    let mine = structured(call(&owner, "get_widget_status", json!({ "widget_id": id })).await);
+    assert_eq!(mine["status"], "pending");
+}
+
+#[tokio::test]
+async fn an_archived_sessions_agent_token_is_refused() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+
+    let archive = format!("/api/v1/sessions/{}/archive", s.session);
+    let response = app.post_json(&archive, &s.host, &json!({})).await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // Every request is authenticated anew, so a connected client is cut off too.
+    let arguments = env_request(&["A_KEY"]).as_object().unwrap().clone();
+    let call = client
+        .call_tool(CallToolRequestParams::new("request_env_vars").with_arguments(arguments))
+        .await;
+    assert!(call.is_err(), "{call:?}");
+    assert!(connect(&app, Some(&s.agent)).await.is_err());
+    let response = raw_initialize(&app, Some(&s.agent), &[]).await;
+    assert_error(response, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
+}
