@@ -92,6 +92,7 @@ pub struct Inner {
     pub keyring: Keyring,
     pub settings: Settings,
     pub hub: Hub,
+    pub login_limiter: web::LoginLimiter,
 }
 
 /// Shared, cheaply cloned application state.
@@ -105,6 +106,7 @@ impl AppState {
             keyring,
             settings,
             hub: Hub::default(),
+            login_limiter: web::LoginLimiter::default(),
         }))
     }
 }
@@ -144,7 +146,8 @@ async fn security_headers(mut response: Response) -> Response {
         (header::X_FRAME_OPTIONS, "DENY"),
         (
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
         ),
     ];
     for (name, value) in fixed {

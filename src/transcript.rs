@@ -72,6 +72,12 @@ async fn post_message(
     ApiJson(body): ApiJson<NewMessage>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
     let session = sessions::as_agent_or_host(&state, &principal, &id).await?;
+    // The agent speaks for itself only: user and system lines come from the host.
+    if matches!(principal, Principal::Agent { .. }) && !matches!(body.role, Role::Agent) {
+        return Err(AppError::Forbidden(
+            "agent tokens post `agent` messages only".into(),
+        ));
+    }
     let len = body.text.chars().count();
     if body.text.trim().is_empty() || len > MAX_MESSAGE_CHARS {
         return Err(AppError::invalid(

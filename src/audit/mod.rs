@@ -83,7 +83,11 @@ pub struct AuditRow {
 impl AuditRow {
     /// The chained hash over the previous hash and every field of this row.
     fn compute_hash(&self, prev: &[u8]) -> Vec<u8> {
-        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        // A presence byte keeps NULL and empty text apart.
+        let opt = |v: &Option<String>| {
+            v.as_ref()
+                .map_or_else(Vec::new, |s| [b"\x01", s.as_bytes()].concat())
+        };
         let fields = aad(
             "widgetd/audit/v1",
             &[
@@ -92,11 +96,11 @@ impl AuditRow {
                 &self.at.to_be_bytes(),
                 self.actor.as_bytes(),
                 self.action.as_bytes(),
-                opt(&self.session_id).as_bytes(),
-                opt(&self.widget_id).as_bytes(),
-                opt(&self.names).as_bytes(),
-                opt(&self.scope).as_bytes(),
-                opt(&self.client_addr).as_bytes(),
+                &opt(&self.session_id),
+                &opt(&self.widget_id),
+                &opt(&self.names),
+                &opt(&self.scope),
+                &opt(&self.client_addr),
             ],
         );
         Sha256::digest(&fields).to_vec()
@@ -179,8 +183,16 @@ pub enum ChainBroken {
     Missing { expected: i64, found: i64 },
 }
 
-/// Checks the whole chain; returns how many rows verified.
-pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<usize, ChainBroken>> {
+/// A verified chain: how many rows, and the hash of the last one, which an
+/// operator can keep elsewhere and compare later.
+#[derive(Debug)]
+pub struct Verified {
+    pub rows: usize,
+    pub head: String,
+}
+
+/// Checks the whole chain.
+pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<Verified, ChainBroken>> {
     let rows = list(conn, None, None).await?;
     let mut prev = vec![0u8; 32];
     for (i, row) in rows.iter().enumerate() {
@@ -196,5 +208,9 @@ pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<usize,
         }
         prev.clone_from(&row.hash);
     }
-    Ok(Ok(rows.len()))
+    let head = prev.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Ok(Verified {
+        rows: rows.len(),
+        head,
+    }))
 }

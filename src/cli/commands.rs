@@ -556,7 +556,10 @@ async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
             }
         }
         AuditCommand::Verify => match crate::audit::verify(&mut conn).await? {
-            Ok(count) => println!("the audit log verifies: {count} row(s), chain intact"),
+            Ok(v) => println!(
+                "the audit log verifies: {} row(s), chain intact; head {}",
+                v.rows, v.head
+            ),
             Err(broken) => bail!("{broken}"),
         },
     }

@@ -106,6 +106,16 @@ pub async fn set_value(
     Ok(())
 }
 
+/// Deletes a value if there is one; returns whether there was.
+pub async fn delete_if_present(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    target: &Target,
+    name: &EnvVarName,
+) -> AppResult<bool> {
+    Ok(store::delete(conn, owner, target.session(), name.as_str()).await?)
+}
+
 /// Deletes a value; 404 when there was none at that place.
 pub async fn delete_value(
     conn: &mut SqliteConnection,

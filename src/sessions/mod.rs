@@ -92,9 +92,12 @@ pub async fn mark_archived(conn: &mut SqliteConnection, id: &SessionId, now: i64
     }
 }
 
-/// The sessions `user` created, newest first.
-pub async fn list_sessions(conn: &mut SqliteConnection, user: &UserId) -> AppResult<Vec<Session>> {
-    Ok(store::list_for_user(conn, user).await?)
+/// The sessions `user` created, newest first, with their pending widget counts.
+pub async fn list_sessions(
+    conn: &mut SqliteConnection,
+    user: &UserId,
+) -> AppResult<Vec<(Session, i64)>> {
+    Ok(store::overview(conn, user).await?)
 }
 
 /// The session `id` if `principal` is its host: an API token with the

@@ -49,7 +49,8 @@ pub(super) async fn find_live_agent_token(
 ) -> sqlx::Result<Option<SessionId>> {
     sqlx::query_scalar(
         "SELECT s.id FROM agent_tokens t JOIN sessions s ON s.id = t.session_id
-         WHERE t.token_hash = ? AND s.archived_at IS NULL",
+         JOIN users u ON u.id = s.creator_id
+         WHERE t.token_hash = ? AND s.archived_at IS NULL AND u.disabled = 0",
     )
     .bind(hash)
     .fetch_optional(conn)
@@ -71,14 +72,34 @@ pub(super) async fn mark_archived(
     Ok(done.rows_affected() == 1)
 }
 
-pub(super) async fn list_for_user(
+/// A user's sessions with their pending widget counts, newest first.
+pub(super) async fn overview(
     conn: &mut SqliteConnection,
     user: &crate::ids::UserId,
-) -> sqlx::Result<Vec<Session>> {
-    sqlx::query_as(
-        "SELECT id, creator_id, title, created_at, archived_at FROM sessions WHERE creator_id = ? ORDER BY created_at DESC",
+) -> sqlx::Result<Vec<(Session, i64)>> {
+    let rows: Vec<(SessionId, crate::ids::UserId, String, i64, Option<i64>, i64)> = sqlx::query_as(
+        "SELECT s.id, s.creator_id, s.title, s.created_at, s.archived_at,
+                (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending')
+         FROM sessions s WHERE s.creator_id = ? ORDER BY s.created_at DESC",
     )
     .bind(user)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, creator_id, title, created_at, archived_at, pending)| {
+                (
+                    Session {
+                        id,
+                        creator_id,
+                        title,
+                        created_at,
+                        archived_at,
+                    },
+                    pending,
+                )
+            },
+        )
+        .collect())
 }

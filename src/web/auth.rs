@@ -17,6 +17,7 @@ use crate::auth::{self, Role, passwords};
 use crate::crypto::random_bytes;
 use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
+use crate::web::pages::LoginPage;
 use crate::{AppState, clock};
 
 const USER_KEY: &str = "user_id";
@@ -111,15 +112,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Refuses a cookie-authenticated state change that a browser made for
-/// another site: `Sec-Fetch-Site` must be same-origin (or absent), `Origin`
-/// must be ours (or absent), and the session's form token must match.
-pub fn check_csrf(
-    state: &AppState,
-    headers: &HeaderMap,
-    user: &CurrentUser,
-    token: Option<&str>,
-) -> AppResult<()> {
+/// Refuses a request a browser made for another site: `Sec-Fetch-Site`
+/// must be same-origin (or absent) and `Origin` ours (or absent). Guards
+/// the login form too, which has no session token yet.
+pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = header("sec-fetch-site")
         && !matches!(site, "same-origin" | "none")
@@ -137,6 +133,20 @@ pub fn check_csrf(
             "the request's Origin is not this site",
         ));
     }
+    Ok(())
+}
+
+/// Refuses a cookie-authenticated state change that a browser made for
+/// another site: the checks of [`check_same_origin`], and the session's form
+/// token must match.
+pub fn check_csrf(
+    state: &AppState,
+    headers: &HeaderMap,
+    user: &CurrentUser,
+    token: Option<&str>,
+) -> AppResult<()> {
+    check_same_origin(state, headers)?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let token = token.or_else(|| header("x-csrf-token")).unwrap_or_default();
     if user.csrf.is_empty() || !constant_time_eq(token.as_bytes(), user.csrf.as_bytes()) {
         return Err(forbidden(
@@ -158,7 +168,15 @@ struct LoginForm {
 /// Only local paths: never an open redirect.
 fn safe_next(next: Option<&str>) -> &str {
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p,
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && !p
+                    .chars()
+                    .any(|c| c == '\\' || c.is_control() || c.is_whitespace()) =>
+        {
+            p
+        }
         _ => "/",
     }
 }
@@ -168,6 +186,7 @@ pub async fn login(
     State(state): State<AppState>,
     session: Session,
     client: ClientAddr,
+    headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<Response> {
     let form: LoginForm =
@@ -175,6 +194,25 @@ pub async fn login(
             code: "invalid_form",
             message: "send `username` and `password` as a form".into(),
         })?;
+    let next = safe_next(form.next.as_deref()).to_owned();
+    check_same_origin(&state, &headers)?;
+    let keys = [
+        format!("ip:{}", client.0.as_deref().unwrap_or("-")),
+        format!("user:{}", form.username),
+    ];
+    if let Err(wait) = state.login_limiter.attempt(&keys) {
+        let page = LoginPage {
+            error: Some("Too many attempts. Wait a minute, then try again.".into()),
+            next,
+        };
+        let retry = wait.as_secs().to_string();
+        return Ok((
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, retry)],
+            page,
+        )
+            .into_response());
+    }
     let found =
         auth::find_user_with_hash(&mut *state.db.read.acquire().await?, &form.username).await?;
     let password = form.password;
@@ -203,10 +241,11 @@ pub async fn login(
         };
         audit::append(&mut tx, &Actor::System, &client, entry).await?;
         tx.commit().await?;
-        return Err(AppError::Unauthenticated {
-            code: "bad_credentials",
-            message: "the user name or password is wrong".into(),
-        });
+        let page = LoginPage {
+            error: Some("The user name or password is wrong.".into()),
+            next,
+        };
+        return Ok((StatusCode::UNAUTHORIZED, page).into_response());
     };
     audit::append(
         &mut tx,
@@ -237,7 +276,7 @@ pub async fn login(
         .insert(LOGIN_AT_KEY, clock::now_ms())
         .await
         .map_err(session_error)?;
-    Ok(Redirect::to(safe_next(form.next.as_deref())).into_response())
+    Ok(Redirect::to(&next).into_response())
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,11 @@
 //! What browsers talk to: cookie sessions, login, CSRF.
 
 pub mod auth;
+mod limiter;
+mod markdown;
+pub mod pages;
 mod session_store;
+mod views;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -10,15 +14,29 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use auth::{CurrentUser, check_csrf};
+pub use limiter::LoginLimiter;
 pub use session_store::SqliteSessionStore;
 
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/login", post(auth::login))
+        .route("/login", get(pages::view_login_get).post(auth::login))
         .route("/logout", post(auth::logout))
         .route("/api/v1/me", get(auth::me))
+        .route("/", get(pages::view_sessions_get))
+        .route("/sessions", post(pages::create_session_form))
+        .route("/sessions/{id}", get(pages::view_transcript_get))
+        .route(
+            "/sessions/{id}/widgets/{widget_id}",
+            get(pages::view_widget_get),
+        )
+        .route(
+            "/settings/env",
+            get(pages::view_settings_env_get).post(pages::set_env_form),
+        )
+        .route("/settings/env/delete", post(pages::delete_env_form))
+        .route("/static/{name}", get(pages::static_file))
 }
 
 /// The cookie: `__Host-` prefixed and `Secure` under TLS, HttpOnly,
@@ -32,6 +50,9 @@ pub fn session_layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_path("/")
+        // Saving on every request moves the expiry forward: an idle timeout,
+        // not a fixed one.
+        .with_always_save(true)
         .with_expiry(Expiry::OnInactivity(Duration::seconds(
             auth::IDLE_TIMEOUT_SECS,
         )))

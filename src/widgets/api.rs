@@ -20,7 +20,7 @@ use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::sessions;
-use crate::web::{CurrentUser, check_csrf};
+use crate::web::{CurrentUser, check_csrf, pages};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -130,6 +130,15 @@ fn form_fields(body: &[u8]) -> AppResult<FormFields> {
     Ok((fields, csrf))
 }
 
+/// Refusals a person can act on (shown in the page), as opposed to not
+/// found, CSRF or internal errors.
+fn refusal(err: &AppError) -> bool {
+    matches!(
+        err,
+        AppError::Invalid { .. } | AppError::WidgetNotPending(_)
+    )
+}
+
 /// After a form post the browser goes back to the transcript.
 fn answered(form: bool, view: WidgetView) -> Response {
     if form {
@@ -150,18 +159,31 @@ async fn submit_widget(
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<Response> {
-    let form = is_form(&headers);
-    let submission = if form {
-        let (fields, csrf) = form_fields(&body)?;
-        check_csrf(&state, &headers, &user, csrf.as_deref())?;
-        Submission::from_form(fields)?
-    } else {
-        check_csrf(&state, &headers, &user, None)?;
-        Submission::from_json(parse_json::<SubmissionJson>(&body)?)?
-    };
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
-    let view = submit_env_vars(&state, &id, &user.id, submission, &client).await?;
-    Ok(answered(form, view))
+    if !is_form(&headers) {
+        check_csrf(&state, &headers, &user, None)?;
+        let submission = Submission::from_json(parse_json::<SubmissionJson>(&body)?)?;
+        let view = submit_env_vars(&state, &id, &user.id, submission, &client).await?;
+        return Ok(answered(false, view));
+    }
+    let (fields, csrf) = form_fields(&body)?;
+    check_csrf(&state, &headers, &user, csrf.as_deref())?;
+    let answer = async {
+        submit_env_vars(
+            &state,
+            &id,
+            &user.id,
+            Submission::from_form(fields)?,
+            &client,
+        )
+        .await
+    };
+    match answer.await {
+        Ok(view) => Ok(answered(true, view)),
+        // The person sees the form again with the reason beside it.
+        Err(err) if refusal(&err) => Ok(pages::answer_refused(&state, &user, &id, err).await),
+        Err(err) => Err(err),
+    }
 }
 
 /// `POST /widgets/{id}/dismiss`.
@@ -177,6 +199,11 @@ async fn dismiss_widget_form(
     let csrf = if form { form_fields(&body)?.1 } else { None };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
-    let view = dismiss_widget(&state, &id, &user.id, &client).await?;
-    Ok(answered(form, view))
+    match dismiss_widget(&state, &id, &user.id, &client).await {
+        Ok(view) => Ok(answered(form, view)),
+        Err(err) if form && refusal(&err) => {
+            Ok(pages::answer_refused(&state, &user, &id, err).await)
+        }
+        Err(err) => Err(err),
+    }
 }

@@ -115,6 +115,14 @@ pub async fn get_widget(conn: &mut SqliteConnection, id: &WidgetId) -> AppResult
         .ok_or(AppError::NotFound("widget"))
 }
 
+/// Every widget of a session, oldest first.
+pub async fn session_widgets(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> AppResult<Vec<WidgetRow>> {
+    Ok(store::of_session(conn, session).await?)
+}
+
 fn live(session: Session) -> AppResult<Session> {
     match session.archived_at {
         None => Ok(session),
@@ -273,6 +281,10 @@ async fn answerable(
     if widget.status != WidgetStatus::Pending {
         return Err(not_pending(widget.status));
     }
+    // Past its TTL but not swept yet: as good as expired.
+    if widget.expires_at <= clock::now_ms() {
+        return Err(not_pending(WidgetStatus::Expired));
+    }
     let params: EnvVarsParams = serde_json::from_str(&widget.params)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
     Ok((widget, session, params))
@@ -334,6 +346,17 @@ pub async fn submit_env_vars(
             user,
         )
         .await?;
+        if target == Target::Global {
+            // Otherwise an older session value would still win in this
+            // session's env, while the prompt says the answer was given.
+            secrets::delete_if_present(
+                &mut tx,
+                &session.creator_id,
+                &Target::Session(session.id.clone()),
+                name,
+            )
+            .await?;
+        }
     }
     let view = get_widget(&mut tx, id).await?.into();
     tx.commit().await?;

@@ -118,3 +118,15 @@ pub(super) async fn user_name(conn: &mut SqliteConnection, id: &UserId) -> sqlx:
         .fetch_one(conn)
         .await
 }
+
+pub(super) async fn of_session(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> sqlx::Result<Vec<WidgetRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = ? ORDER BY created_at"
+    ))
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::widgets;
 
-use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app, spawn_app_with};
+use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
 
 const SUBMITTED: &str = "[Agor] User submitted HUBSPOT_API_KEY (scope: global). You can now retry the operation that needed it.";
 
@@ -172,12 +172,13 @@ async fn fifty_racing_answers_have_exactly_one_winner() {
         .filter(|r| r.status() == StatusCode::CONFLICT)
         .take(3)
     {
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "widget_not_pending");
-        assert!(matches!(
-            body["error"]["status"].as_str(),
-            Some("submitted" | "dismissed")
-        ));
+        // The loser sees the transcript again, with the winner's badge.
+        let page = r.text().await.unwrap();
+        assert!(page.contains(r#"data-code="widget_not_pending""#), "{page}");
+        assert!(
+            page.contains("badge-submitted") || page.contains("badge-dismissed"),
+            "{page}"
+        );
     }
     let one = |sql: &str| sql.replace("?", &format!("'{id}'"));
     assert_eq!(
@@ -193,7 +194,7 @@ async fn fifty_racing_answers_have_exactly_one_winner() {
 
 #[tokio::test]
 async fn every_terminal_state_queues_its_prompt_and_never_changes() {
-    let app = spawn_app_with(|s| s.widget_ttl_ms = 0).await;
+    let app = spawn_app().await;
     let Scene {
         host,
         session,
@@ -225,10 +226,15 @@ async fn every_terminal_state_queues_its_prompt_and_never_changes() {
         "[Agor] HUBSPOT_API_KEY, OTHER_KEY were already configured. You can proceed."
     );
 
-    // expired: the TTL is zero here, so the next sweep expires it.
+    // expired: as if its TTL had passed, so the next sweep expires it.
     let expiring = app
         .pending_widget(&agent, &session, &["EXPIRING_KEY"])
         .await;
+    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = ?")
+        .bind(&expiring)
+        .execute(&app.state.db.write)
+        .await
+        .unwrap();
     assert_eq!(widgets::expire_due(&app.state).await.unwrap(), 1);
     assert_eq!(widget(&app, &agent, &expiring).await["status"], "expired");
     let r = app
@@ -238,13 +244,11 @@ async fn every_terminal_state_queues_its_prompt_and_never_changes() {
             &[("value.EXPIRING_KEY", "late")],
         )
         .await;
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        (
-            body["error"]["code"].as_str(),
-            body["error"]["status"].as_str()
-        ),
-        (Some("widget_not_pending"), Some("expired"))
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains(r#"data-code="widget_not_pending""#) && page.contains("badge-expired"),
+        "{page}"
     );
 
     // dismissed, and cancelled by archiving the session (another one).
@@ -385,6 +389,27 @@ async fn agent_input_is_validated_with_stable_codes_and_nothing_is_created() {
     assert_eq!(widget(&app, &bob_host, &id).await["status"], "pending");
 }
 
+/// A refused form answer: the transcript again with the code beside the
+/// form, every value field empty, and the value nowhere in the page.
+async fn assert_page_refusal(
+    response: reqwest::Response,
+    status: StatusCode,
+    code: &str,
+    secret: &str,
+) {
+    assert_eq!(response.status(), status);
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains(&format!(r#"data-code="{code}""#)),
+        "{code}: {page}"
+    );
+    assert!(!page.contains(secret), "the page echoes the value");
+    assert!(
+        !page.contains("value=\"canary"),
+        "a value field was refilled"
+    );
+}
+
 /// Form fields, and the status and code they must get.
 type BadAnswer<'a> = (Vec<(&'a str, &'a str)>, StatusCode, &'a str);
 
@@ -453,11 +478,11 @@ async fn bad_answers_are_refused_without_echo_and_change_nothing() {
         ),
     ];
     for (fields, status, code) in cases {
-        assert_error(
+        assert_page_refusal(
             app.post_form(&browser, &submit, &fields).await,
             status,
             code,
-            Some(&secret),
+            &secret,
         )
         .await;
     }

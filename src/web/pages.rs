@@ -1,0 +1,439 @@
+//! The pages: login, the session list, the transcript with its inline
+//! widgets, and env var settings. Server-rendered, usable without
+//! JavaScript; `static/app.js` only adds live updates.
+
+use std::collections::BTreeSet;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+use super::views::{self, Entry, WidgetCard};
+use super::{CurrentUser, check_csrf};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
+use crate::sessions::{self, Session};
+use crate::widgets::{self, WidgetId};
+use crate::{AppState, clock, transcript};
+
+/// An error shown as a page, with the same status and message as the API.
+pub struct PageError(pub AppError);
+
+impl From<AppError> for PageError {
+    fn from(err: AppError) -> Self {
+        Self(err)
+    }
+}
+
+impl From<sqlx::Error> for PageError {
+    fn from(err: sqlx::Error) -> Self {
+        Self(err.into())
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    title: String,
+    message: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.0.to_body();
+        let page = ErrorPage {
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            message: body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        (status, page).into_response()
+    }
+}
+
+type PageResult = Result<Response, PageError>;
+
+fn to_login(next: &str) -> Response {
+    let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+    Redirect::to(&format!("/login?{query}")).into_response()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "login.html")]
+pub struct LoginPage {
+    pub error: Option<String>,
+    pub next: String,
+}
+
+#[derive(Deserialize, Default)]
+struct NextQuery {
+    next: Option<String>,
+}
+
+/// `GET /login`.
+pub async fn view_login_get(user: Option<CurrentUser>, RawQuery(query): RawQuery) -> Response {
+    if user.is_some() {
+        return Redirect::to("/").into_response();
+    }
+    let next: NextQuery =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
+    LoginPage {
+        error: None,
+        next: next.next.unwrap_or_else(|| "/".into()),
+    }
+    .into_response()
+}
+
+struct SessionRow {
+    id: String,
+    title: String,
+    created_at: String,
+    pending: i64,
+    archived: bool,
+}
+
+struct CreatedSession {
+    id: String,
+    agent_token: String,
+    mcp_url: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "sessions.html")]
+struct SessionsPage {
+    user: String,
+    csrf: String,
+    sessions: Vec<SessionRow>,
+    created: Option<CreatedSession>,
+}
+
+async fn sessions_page(
+    state: &AppState,
+    user: &CurrentUser,
+    created: Option<CreatedSession>,
+) -> AppResult<SessionsPage> {
+    let rows = sessions::list_sessions(&mut *state.db.read.acquire().await?, &user.id).await?;
+    let sessions = rows
+        .into_iter()
+        .map(|(s, pending)| SessionRow {
+            id: s.id.to_string(),
+            title: s.title,
+            created_at: clock::rfc3339(s.created_at),
+            pending,
+            archived: s.archived_at.is_some(),
+        })
+        .collect();
+    Ok(SessionsPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        sessions,
+        created,
+    })
+}
+
+/// `GET /`: the user's sessions, newest first.
+pub async fn view_sessions_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+) -> PageResult {
+    let Some(user) = user else {
+        return Ok(to_login("/"));
+    };
+    Ok(sessions_page(&state, &user, None).await?.into_response())
+}
+
+#[derive(Deserialize)]
+struct NewSessionForm {
+    csrf_token: String,
+    #[serde(default)]
+    title: Option<String>,
+}
+
+fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
+    serde_urlencoded::from_bytes(body).map_err(|_| AppError::BadRequest {
+        code: "invalid_form",
+        message: "the form could not be read; reload the page and try again".into(),
+    })
+}
+
+/// `POST /sessions`: creates a session and shows its agent token once.
+pub async fn create_session_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: NewSessionForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    let title = sessions::parse_title(form.title.as_deref())?;
+    let mut tx = state.db.begin_write().await?;
+    let new = sessions::create_session(&mut tx, &user.id, title).await?;
+    tx.commit().await?;
+    let created = CreatedSession {
+        id: new.session.id.to_string(),
+        agent_token: new.agent_token.expose_secret().to_owned(),
+        mcp_url: format!("{}/mcp", state.settings.public_url),
+    };
+    let page = sessions_page(&state, &user, Some(created)).await?;
+    Ok((StatusCode::CREATED, page).into_response())
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "transcript.html")]
+struct TranscriptPage {
+    user: String,
+    csrf: String,
+    session_id: String,
+    title: String,
+    archived: bool,
+    entries: Vec<Entry>,
+}
+
+/// The session if `user` may read it.
+async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
+    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
+    let session = sessions::get_session(&mut *state.db.read.acquire().await?, &id).await?;
+    if session.creator_id != user.id {
+        return Err(AppError::NotFound("session"));
+    }
+    Ok(session)
+}
+
+async fn saved_globals(state: &AppState, user: &UserId) -> AppResult<BTreeSet<String>> {
+    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, user).await?;
+    Ok(vars
+        .into_iter()
+        .filter(|v| v.scope == "global")
+        .map(|v| v.name)
+        .collect())
+}
+
+async fn transcript_page(
+    state: &AppState,
+    user: &CurrentUser,
+    session: Session,
+    error: Option<(&str, &views::FormError)>,
+) -> AppResult<TranscriptPage> {
+    let mut conn = state.db.read.acquire().await?;
+    let messages = transcript::list_messages(&mut conn, &session.id).await?;
+    let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
+    drop(conn);
+    let saved = saved_globals(state, &session.creator_id).await?;
+    Ok(TranscriptPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        session_id: session.id.to_string(),
+        title: session.title,
+        archived: session.archived_at.is_some(),
+        entries: views::entries(messages, widgets, &saved, error),
+    })
+}
+
+/// `GET /sessions/{id}`: the transcript.
+pub async fn view_transcript_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let Some(user) = user else {
+        return Ok(to_login(&format!("/sessions/{id}")));
+    };
+    let session = readable(&state, &user, &id).await?;
+    Ok(transcript_page(&state, &user, session, None)
+        .await?
+        .into_response())
+}
+
+/// A refused form answer: the transcript again, the message beside the
+/// widget's inputs, every value field empty.
+pub async fn answer_refused(
+    state: &AppState,
+    user: &CurrentUser,
+    widget: &WidgetId,
+    err: AppError,
+) -> Response {
+    let (status, body) = err.to_body();
+    let shown = views::FormError {
+        code: body["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        message: body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let page = async {
+        let row = widgets::get_widget(&mut *state.db.read.acquire().await?, widget).await?;
+        let session = readable(state, user, row.session_id.as_str()).await?;
+        transcript_page(state, user, session, Some((widget.as_str(), &shown))).await
+    };
+    match page.await {
+        Ok(page) => (status, page).into_response(),
+        Err(_) => PageError(err).into_response(),
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "widget_fragment.html")]
+struct WidgetFragment {
+    csrf: String,
+    w: WidgetCard,
+}
+
+/// `GET /sessions/{id}/widgets/{widget_id}`: one widget's card, for live updates.
+pub async fn view_widget_get(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path((id, widget_id)): Path<(String, String)>,
+) -> PageResult {
+    let session = readable(&state, &user, &id).await?;
+    let widget_id = WidgetId::parse(&widget_id).ok_or(AppError::NotFound("widget"))?;
+    let row = widgets::get_widget(&mut *state.db.read.acquire().await?, &widget_id).await?;
+    if row.session_id != session.id {
+        return Err(AppError::NotFound("widget").into());
+    }
+    let saved = saved_globals(&state, &session.creator_id).await?;
+    let fragment = WidgetFragment {
+        csrf: user.csrf.clone(),
+        w: views::widget_card(&row, &saved, None),
+    };
+    Ok(fragment.into_response())
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "settings_env.html")]
+struct SettingsPage {
+    user: String,
+    csrf: String,
+    vars: Vec<EnvVarInfo>,
+    error: Option<String>,
+}
+
+/// `GET /settings/env`: names, scopes and provenance; never a value.
+pub async fn view_settings_env_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+) -> PageResult {
+    let Some(user) = user else {
+        return Ok(to_login("/settings/env"));
+    };
+    Ok(settings_page(&state, &user, None).await?.into_response())
+}
+
+async fn settings_page(
+    state: &AppState,
+    user: &CurrentUser,
+    error: Option<String>,
+) -> AppResult<SettingsPage> {
+    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, &user.id).await?;
+    Ok(SettingsPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        vars,
+        error,
+    })
+}
+
+#[derive(Deserialize)]
+struct EnvForm {
+    csrf_token: String,
+    name: String,
+    #[serde(default)]
+    value: Option<SecretString>,
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+async fn env_target(
+    state: &AppState,
+    user: &CurrentUser,
+    session: Option<&str>,
+) -> AppResult<Target> {
+    match session.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(Target::Global),
+        Some(id) => Ok(Target::Session(readable(state, user, id).await?.id)),
+    }
+}
+
+/// `POST /settings/env`: add or replace a value (global, or for one session).
+pub async fn set_env_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: EnvForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    let saved = async {
+        let name = EnvVarName::parse(form.name.trim())?;
+        let value =
+            SecretValue::parse(&name, form.value.unwrap_or_else(|| SecretString::from("")))?;
+        let target = env_target(&state, &user, form.session_id.as_deref()).await?;
+        let mut tx = state.db.begin_write().await?;
+        secrets::set_value(
+            &mut tx,
+            &state.keyring,
+            &user.id,
+            &target,
+            &name,
+            &value,
+            &user.id,
+        )
+        .await?;
+        tx.commit().await?;
+        AppResult::Ok(())
+    };
+    match saved.await {
+        Ok(()) => Ok(Redirect::to("/settings/env").into_response()),
+        Err(err) if err.to_body().0.is_client_error() => {
+            let status = err.to_body().0;
+            Ok((
+                status,
+                settings_page(&state, &user, Some(err.to_string())).await?,
+            )
+                .into_response())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `POST /settings/env/delete`.
+pub async fn delete_env_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: EnvForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    let name = EnvVarName::parse(form.name.trim())?;
+    let target = env_target(&state, &user, form.session_id.as_deref()).await?;
+    let mut tx = state.db.begin_write().await?;
+    secrets::delete_value(&mut tx, &user.id, &target, &name).await?;
+    tx.commit().await?;
+    Ok(Redirect::to("/settings/env").into_response())
+}
+
+/// `GET /static/…`: the stylesheet and script, compiled into the binary.
+pub async fn static_file(Path(name): Path<String>) -> Response {
+    let (body, mime) = match name.as_str() {
+        "app.css" => (
+            include_str!("../../static/app.css"),
+            "text/css; charset=utf-8",
+        ),
+        "app.js" => (
+            include_str!("../../static/app.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        _ => return PageError(AppError::NotFound("file")).into_response(),
+    };
+    ([(header::CONTENT_TYPE, mime)], body).into_response()
+}

@@ -1,0 +1,222 @@
+//! What the pages show, built from stored rows: names, statuses, sanitized
+//! markdown. Nothing here ever holds a value.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::markdown;
+use crate::clock;
+use crate::transcript::Message;
+use crate::widgets::{ENV_VARS, EnvVarsParams, ScopeChoice, WidgetRow, WidgetStatus};
+
+/// One input of an env_vars form.
+pub struct NameField {
+    pub name: String,
+    pub input_id: String,
+    pub multiline: bool,
+    pub description: Option<String>,
+    pub placeholder: String,
+    /// A global value exists that can be reused.
+    pub saved: bool,
+    pub error: Option<String>,
+}
+
+/// A resolved widget's badge.
+pub struct Badge {
+    pub class: &'static str,
+    pub icon: &'static str,
+    pub text: String,
+}
+
+/// An env_vars widget as the transcript shows it.
+pub struct EnvVarsCard {
+    pub fields: Vec<NameField>,
+    pub names: String,
+    pub reason: String,
+    pub instructions_html: Option<String>,
+    pub global_default: bool,
+}
+
+/// A refused answer, shown in the widget's form.
+pub struct FormError {
+    pub code: String,
+    pub message: String,
+}
+
+/// Any widget in the transcript.
+pub struct WidgetCard {
+    pub id: String,
+    pub kind: String,
+    pub status: &'static str,
+    /// `None` for a kind this version cannot show.
+    pub env: Option<EnvVarsCard>,
+    pub badge: Option<Badge>,
+    pub form_error: Option<FormError>,
+}
+
+/// A text message of the transcript.
+pub struct TextEntry {
+    pub id: i64,
+    pub role: String,
+    pub body: String,
+    pub time: String,
+}
+
+/// One transcript entry.
+pub enum Entry {
+    Text(TextEntry),
+    Widget(WidgetCard),
+}
+
+fn names_of(result: &Value) -> String {
+    result["names"]
+        .as_array()
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+fn badge(widget: &WidgetRow) -> Option<Badge> {
+    let result: Value = widget
+        .result
+        .as_deref()
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or(Value::Null);
+    let names = names_of(&result);
+    let when = widget.resolved_at.map(clock::rfc3339).unwrap_or_default();
+    let (class, icon, text) = match widget.status {
+        WidgetStatus::Pending => return None,
+        WidgetStatus::Submitted => (
+            "submitted",
+            "✅",
+            format!(
+                "{names} saved (scope: {}) by {} at {when}",
+                result["scope"].as_str().unwrap_or("session"),
+                result["submitted_by"].as_str().unwrap_or("someone")
+            ),
+        ),
+        WidgetStatus::Dismissed => (
+            "dismissed",
+            "⊘",
+            format!(
+                "Request for {names} dismissed by {} at {when}",
+                result["dismissed_by"].as_str().unwrap_or("someone")
+            ),
+        ),
+        WidgetStatus::AlreadyPresent => (
+            "already-present",
+            "✓",
+            format!("{names} already configured"),
+        ),
+        WidgetStatus::Expired => (
+            "expired",
+            "⌛",
+            format!("Request for {names} expired at {when}; no value was given"),
+        ),
+        WidgetStatus::Cancelled => (
+            "cancelled",
+            "✕",
+            format!("Request for {names} cancelled (session archived); no value was given"),
+        ),
+    };
+    Some(Badge { class, icon, text })
+}
+
+fn env_card(
+    widget: &WidgetRow,
+    saved_globals: &BTreeSet<String>,
+    error: Option<&str>,
+) -> Option<EnvVarsCard> {
+    let params: EnvVarsParams = serde_json::from_str(&widget.params).ok()?;
+    let fields = params
+        .names
+        .iter()
+        .map(|name| {
+            let meta = params
+                .variable_metadata
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or_default();
+            NameField {
+                name: name.to_string(),
+                input_id: format!("w-{}-{name}", widget.id),
+                multiline: meta.multiline,
+                description: meta.description,
+                placeholder: meta.placeholder.unwrap_or_default(),
+                saved: saved_globals.contains(name.as_str()),
+                // Our messages name the variable they are about.
+                error: error
+                    .filter(|e| mentions(e, name.as_str()))
+                    .map(str::to_owned),
+            }
+        })
+        .collect();
+    Some(EnvVarsCard {
+        fields,
+        names: params.name_strs().join(", "),
+        reason: params.reason,
+        instructions_html: params.instructions.as_deref().map(markdown::render),
+        global_default: params.default_scope == ScopeChoice::Global,
+    })
+}
+
+/// Whether `text` names `name` as a whole word.
+fn mentions(text: &str, name: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|word| word == name)
+}
+
+/// The card of `widget`; `error` is a refused answer to show in its form.
+pub fn widget_card(
+    widget: &WidgetRow,
+    saved_globals: &BTreeSet<String>,
+    error: Option<&FormError>,
+) -> WidgetCard {
+    let message = error.map(|e| e.message.as_str());
+    let env = (widget.kind == ENV_VARS)
+        .then(|| env_card(widget, saved_globals, message))
+        .flatten();
+    WidgetCard {
+        id: widget.id.to_string(),
+        kind: widget.kind.clone(),
+        status: widget.status.as_str(),
+        env,
+        badge: badge(widget),
+        form_error: error.map(|e| FormError {
+            code: e.code.clone(),
+            message: e.message.clone(),
+        }),
+    }
+}
+
+/// The transcript in order: messages, and widgets where their message stands.
+pub fn entries(
+    messages: Vec<Message>,
+    widgets: Vec<WidgetRow>,
+    saved_globals: &BTreeSet<String>,
+    error: Option<(&str, &FormError)>,
+) -> Vec<Entry> {
+    let mut widgets: std::collections::HashMap<String, WidgetRow> =
+        widgets.into_iter().map(|w| (w.id.to_string(), w)).collect();
+    messages
+        .into_iter()
+        .filter_map(|m| match m.widget_id {
+            Some(id) => widgets.remove(&id).map(|w| {
+                let err = error.filter(|(wid, _)| *wid == id).map(|(_, e)| e);
+                Entry::Widget(widget_card(&w, saved_globals, err))
+            }),
+            None => Some(Entry::Text(TextEntry {
+                id: m.id,
+                role: format!("{:?}", m.role).to_lowercase(),
+                body: m.body.unwrap_or_default(),
+                time: clock::rfc3339(m.created_at),
+            })),
+        })
+        .collect()
+}
