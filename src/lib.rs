@@ -4,6 +4,7 @@
 //! `main.rs` is a thin CLI over this library; tests use the same [`app`] and
 //! [`serve`] on their own listener.
 
+pub mod access;
 pub mod api;
 pub mod audit;
 pub mod auth;

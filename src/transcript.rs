@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::SqliteConnection;
 
+use crate::access::{self, Need};
 use crate::api::ApiJson;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::{AppState, clock, events, sessions};
+use crate::{AppState, clock, events};
 
 const MAX_MESSAGE_CHARS: usize = 100_000;
 
@@ -71,7 +72,7 @@ async fn post_message(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<NewMessage>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
-    let session = sessions::as_agent_or_host(&state, &principal, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     // The agent speaks for itself only: user and system lines come from the host.
     if matches!(principal, Principal::Agent { .. }) && !matches!(body.role, Role::Agent) {
         return Err(AppError::Forbidden(

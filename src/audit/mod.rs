@@ -23,6 +23,8 @@ pub enum Actor {
     Agent(SessionId),
     /// widgetd itself: expiry, start-up.
     System,
+    /// Someone at the command line of the machine (`widgetd user`, `keys`, …).
+    Operator,
 }
 
 impl fmt::Display for Actor {
@@ -31,6 +33,7 @@ impl fmt::Display for Actor {
             Self::User(id) => write!(f, "user:{id}"),
             Self::Agent(session) => write!(f, "agent:{session}"),
             Self::System => f.write_str("system"),
+            Self::Operator => f.write_str("cli"),
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct Entry<'a> {
     /// Env var names, comma-joined.
     pub names: Option<String>,
     pub scope: Option<&'a str>,
+    /// Anything else worth recording, such as a share change; never a value.
+    pub detail: Option<String>,
 }
 
 /// A row as stored and listed.
@@ -74,6 +79,7 @@ pub struct AuditRow {
     pub names: Option<String>,
     pub scope: Option<String>,
     pub client_addr: Option<String>,
+    pub detail: Option<String>,
     #[serde(skip)]
     pub prev_hash: Vec<u8>,
     #[serde(skip)]
@@ -88,7 +94,7 @@ impl AuditRow {
             v.as_ref()
                 .map_or_else(Vec::new, |s| [b"\x01", s.as_bytes()].concat())
         };
-        let fields = aad(
+        let mut fields = aad(
             "widgetd/audit/v1",
             &[
                 prev,
@@ -103,6 +109,10 @@ impl AuditRow {
                 &opt(&self.client_addr),
             ],
         );
+        // Added later: covered when present, so older rows keep their hashes.
+        if let Some(detail) = &self.detail {
+            fields.extend_from_slice(&aad("detail", &[detail.as_bytes()]));
+        }
         Sha256::digest(&fields).to_vec()
     }
 }
@@ -129,14 +139,15 @@ pub async fn append(
         names: entry.names,
         scope: entry.scope.map(str::to_owned),
         client_addr: client.0.clone(),
+        detail: entry.detail,
         prev_hash: Vec::new(),
         hash: Vec::new(),
     };
     row.hash = row.compute_hash(&prev_hash);
     row.prev_hash = prev_hash;
     sqlx::query(
-        "INSERT INTO audit_log (id, at, actor, action, session_id, widget_id, names, scope, client_addr, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit_log (id, at, actor, action, session_id, widget_id, names, scope, client_addr, detail, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(row.id)
     .bind(row.at)
@@ -147,6 +158,7 @@ pub async fn append(
     .bind(&row.names)
     .bind(&row.scope)
     .bind(&row.client_addr)
+    .bind(&row.detail)
     .bind(&row.prev_hash)
     .bind(&row.hash)
     .execute(conn)

@@ -106,6 +106,11 @@ pub async fn find_user(conn: &mut SqliteConnection, name: &str) -> AppResult<Use
         .ok_or(AppError::NotFound("user"))
 }
 
+/// The user named `name`, if any.
+pub async fn find_user_by_name(conn: &mut SqliteConnection, name: &str) -> AppResult<Option<User>> {
+    Ok(store::find_user_by_name(conn, name).await?)
+}
+
 pub async fn find_user_by_id(conn: &mut SqliteConnection, id: &UserId) -> AppResult<Option<User>> {
     Ok(store::find_user_by_id(conn, id).await?)
 }
@@ -162,4 +167,45 @@ pub async fn revoke_api_token(conn: &mut SqliteConnection, id: &TokenId) -> AppR
 
 pub async fn list_api_tokens(conn: &mut SqliteConnection) -> AppResult<Vec<TokenRow>> {
     Ok(store::list_api_tokens(conn).await?)
+}
+
+/// Enables or disables a user. A disabled user's browser sessions, API
+/// tokens and sessions' agent tokens stop working at once. The last active
+/// admin cannot be disabled.
+pub async fn set_disabled(
+    conn: &mut SqliteConnection,
+    name: &str,
+    disabled: bool,
+) -> AppResult<User> {
+    let user = find_user(conn, name).await?;
+    if disabled
+        && user.role == Role::Admin
+        && !user.disabled
+        && store::active_admins(conn).await? <= 1
+    {
+        return Err(last_admin());
+    }
+    store::set_disabled(conn, &user.id, disabled).await?;
+    Ok(User { disabled, ..user })
+}
+
+/// Changes a user's role; the last active admin keeps theirs.
+pub async fn set_role(conn: &mut SqliteConnection, name: &str, role: Role) -> AppResult<User> {
+    let user = find_user(conn, name).await?;
+    if role == Role::Member
+        && user.role == Role::Admin
+        && !user.disabled
+        && store::active_admins(conn).await? <= 1
+    {
+        return Err(last_admin());
+    }
+    store::set_role(conn, &user.id, role).await?;
+    Ok(User { role, ..user })
+}
+
+fn last_admin() -> AppError {
+    AppError::Conflict {
+        code: "last_admin",
+        message: "this is the last active admin; make someone else admin first".into(),
+    }
 }

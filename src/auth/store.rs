@@ -155,3 +155,35 @@ pub(super) async fn password_hash(
         .fetch_one(conn)
         .await
 }
+
+pub(super) async fn set_disabled(
+    conn: &mut SqliteConnection,
+    id: &UserId,
+    disabled: bool,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET disabled = ? WHERE id = ?")
+        .bind(disabled)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn set_role(
+    conn: &mut SqliteConnection,
+    id: &UserId,
+    role: Role,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET role = ? WHERE id = ?")
+        .bind(role)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn active_admins(conn: &mut SqliteConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND disabled = 0")
+        .fetch_one(conn)
+        .await
+}

@@ -14,6 +14,7 @@ use super::{
     AuditCommand, Cli, Command, EnvCommand, KeysCommand, ServeArgs, SessionCommand, TokenCommand,
     UserCommand,
 };
+use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::{self, Role, passwords, tokens::TokenScopes};
 use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
 use crate::db::{DB_FILE, Db};
@@ -191,6 +192,15 @@ async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
         .context(
             "cannot create the first admin (check WIDGETD_ADMIN_PASSWORD: at least 12 characters)",
         )?;
+    operator_audit(
+        &mut tx,
+        Entry {
+            action: "user.add",
+            detail: Some("user=admin; role=admin; first start".into()),
+            ..Default::default()
+        },
+    )
+    .await?;
     tx.commit().await?;
     Ok(outcome)
 }
@@ -230,6 +240,17 @@ async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
             let (password, generated) = password_from(password_stdin)?;
             let shown = generated.then(|| SecretString::from(password.expose_secret()));
             let user = auth::create_user(&mut tx, &name, role, password).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "user.add",
+                    detail: Some(
+                        format!("user={}; role={:?}", user.name, user.role).to_lowercase(),
+                    ),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!("added {} ({:?})", user.name, user.role);
             if let Some(p) = shown {
@@ -243,6 +264,15 @@ async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
             let (password, generated) = password_from(password_stdin)?;
             let shown = generated.then(|| SecretString::from(password.expose_secret()));
             auth::set_password(&mut tx, &name, password).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "user.passwd",
+                    detail: Some(format!("user={name}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!("password of {name} changed");
             if let Some(p) = shown {
@@ -271,6 +301,15 @@ async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
             let scopes = TokenScopes::parse(&scope)?;
             let owner = auth::find_user(&mut tx, &user).await?;
             let (id, token) = auth::create_api_token(&mut tx, &owner.id, &scopes).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "token.create",
+                    detail: Some(format!("token={id}; user={user}; scopes={scopes}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             if json {
                 println!(
@@ -286,6 +325,15 @@ async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
             let id =
                 TokenId::parse(&id).context("a token id is a UUID, as printed by `token list`")?;
             auth::revoke_api_token(&mut tx, &id).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "token.revoke",
+                    detail: Some(format!("token={id}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!("revoked {id}");
         }
@@ -324,6 +372,16 @@ async fn session(data: &DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
     let owner = auth::find_user(&mut tx, &user).await?;
     let title = sessions::parse_title(title.as_deref())?;
     let new = sessions::create_session(&mut tx, &owner.id, title).await?;
+    operator_audit(
+        &mut tx,
+        Entry {
+            action: "session.create",
+            session: Some(&new.session.id),
+            detail: Some(format!("owner={user}")),
+            ..Default::default()
+        },
+    )
+    .await?;
     tx.commit().await?;
     let mcp_url = format!("{}/mcp", public_url.trim_end_matches('/'));
     println!(
@@ -375,6 +433,22 @@ async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
                 &owner.id,
             )
             .await?;
+            let session = match &target {
+                Target::Session(id) => Some(id),
+                Target::Global => None,
+            };
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "env.set",
+                    session,
+                    names: Some(name.to_string()),
+                    scope: Some(target.scope()),
+                    detail: Some(format!("owner={user}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!("set {name} ({}) for {user}", target.scope());
         }
@@ -387,6 +461,22 @@ async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
             let name = EnvVarName::parse(&name)?;
             let target = target_of(session)?;
             secrets::delete_value(&mut tx, &owner.id, &target, &name).await?;
+            let session = match &target {
+                Target::Session(id) => Some(id),
+                Target::Global => None,
+            };
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "env.delete",
+                    session,
+                    names: Some(name.to_string()),
+                    scope: Some(target.scope()),
+                    detail: Some(format!("owner={user}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!("deleted {name} ({}) of {user}", target.scope());
         }
@@ -432,6 +522,15 @@ async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::Rotate => {
             let mut tx = data.db.begin_write().await?;
             let id = data.keyring.rotate(&mut tx).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "keys.rotate",
+                    detail: Some(format!("key_id={id}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "created data key {id}; new writes use it. Run `widgetd keys reencrypt` to move older values onto it."
@@ -443,6 +542,17 @@ async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
                 eprintln!("re-encrypted {done}/{total}");
             })
             .await?;
+            let mut tx = data.db.begin_write().await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "keys.reencrypt",
+                    detail: Some(format!("rows={moved}")),
+                    ..Default::default()
+                },
+            )
+            .await?;
+            tx.commit().await?;
             println!("re-encrypted {moved} value(s) with the newest data key");
         }
     }
@@ -473,6 +583,14 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
             })?;
             let mut tx = data.db.begin_write().await?;
             let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "keys.rekey",
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             std::fs::rename(&staged, path)
                 .context("the keyring was rewrapped but the key file could not be renamed")?;
@@ -484,6 +602,14 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
         MasterKeySource::Env => {
             let mut tx = data.db.begin_write().await?;
             let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
+            operator_audit(
+                &mut tx,
+                Entry {
+                    action: "keys.rekey",
+                    ..Default::default()
+                },
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "rewrapped {count} data key(s). Set WIDGETD_MASTER_KEY to the new key before the next start:"
@@ -563,5 +689,12 @@ async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
             Err(broken) => bail!("{broken}"),
         },
     }
+    Ok(())
+}
+
+/// Records what an operator did at the command line: actor `cli`, no
+/// client address, never a value.
+async fn operator_audit(conn: &mut sqlx::SqliteConnection, entry: Entry<'_>) -> anyhow::Result<()> {
+    audit::append(conn, &Actor::Operator, &ClientAddr::default(), entry).await?;
     Ok(())
 }

@@ -14,10 +14,11 @@ use tokio::sync::mpsc;
 
 use super::since;
 use crate::AppState;
+use crate::access::{self, Caller, Need};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::sessions::{self, Session};
+use crate::sessions::Session;
 use crate::web::CurrentUser;
 
 const BATCH: i64 = 500;
@@ -35,18 +36,13 @@ pub async fn watchable_session(
     id: &str,
 ) -> AppResult<Session> {
     if let Some(principal) = principal {
-        return sessions::as_agent_or_host(state, principal, id).await;
+        return access::authorize(state, principal.into(), id, Need::Watch).await;
     }
     let user = user.ok_or(AppError::Unauthenticated {
         code: "missing_token",
         message: "send `Authorization: Bearer <token>` or log in".into(),
     })?;
-    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
-    let session = sessions::get_session(&mut *state.db.read.acquire().await?, &id).await?;
-    if session.creator_id != user.id {
-        return Err(AppError::NotFound("session"));
-    }
-    Ok(session)
+    access::authorize(state, Caller::Person(&user.id), id, Need::Watch).await
 }
 
 async fn stream_events(

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::AgentSession;
 use crate::AppState;
+use crate::access::{self, Caller, Need};
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
 use crate::widgets::{self, Cause, RequestEnvVarsInput, WidgetId, WidgetView};
@@ -63,9 +64,10 @@ impl AgentTools {
         let widget = widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await?;
         // Another session's widget is reported missing, not forbidden, so an
         // agent cannot learn which ids exist elsewhere.
-        if widget.session_id != agent.session_id {
-            return Err(AppError::NotFound("widget"));
-        }
+        let caller = Caller::Agent(&agent.session_id);
+        access::authorize(&self.state, caller, widget.session_id.as_str(), Need::Watch)
+            .await
+            .map_err(|_| AppError::NotFound("widget"))?;
         let view = WidgetView::from(widget);
         Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
     }

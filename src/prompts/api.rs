@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{ack, undelivered};
+use crate::access::{self, Need};
 use crate::api::parse_query;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
-use crate::{AppState, clock, sessions};
+use crate::{AppState, clock};
 
 /// Longest long-poll; clients simply ask again.
 pub const MAX_WAIT_SECS: u64 = 120;
@@ -42,7 +43,7 @@ async fn list_prompts(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> AppResult<Json<Value>> {
-    let session = sessions::as_host(&state, &principal, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Host).await?;
     let wait: WaitQuery = parse_query(query.as_deref())?;
     let deadline = Instant::now() + Duration::from_secs(wait.wait.min(MAX_WAIT_SECS));
     // Subscribe before the first read, so a prompt queued in between wakes us.
@@ -75,7 +76,7 @@ async fn ack_prompt(
     principal: Principal,
     Path((id, prompt_id)): Path<(String, String)>,
 ) -> AppResult<Json<Value>> {
-    let session = sessions::as_host(&state, &principal, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Host).await?;
     let prompt_id: i64 = prompt_id
         .parse()
         .map_err(|_| AppError::NotFound("prompt"))?;

@@ -14,12 +14,13 @@ use super::{
     EnvVarName, SecretValue, Target, delete_value, effective_env, list_env_vars, set_value,
 };
 use crate::AppState;
+use crate::access::{self, Need};
 use crate::api::{ApiJson, parse_query};
+use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::Principal;
 use crate::auth::tokens::TokenScope;
 use crate::error::{AppError, AppResult};
-use crate::ids::{SessionId, UserId};
-use crate::sessions::{self, Session};
+use crate::ids::UserId;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -31,25 +32,13 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// The session, if `user` created it. Anyone else is told it does not exist.
-async fn own_session(state: &AppState, user: &UserId, id: &str) -> AppResult<Session> {
-    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
-    let mut conn = state.db.read.acquire().await?;
-    let session = sessions::get_session(&mut conn, &id).await?;
-    if &session.creator_id != user {
-        return Err(AppError::NotFound("session"));
-    }
-    Ok(session)
-}
-
 #[instrument(skip_all)]
 async fn read_session_env(
     State(state): State<AppState>,
     principal: Principal,
     Path(id): Path<String>,
 ) -> AppResult<Json<Value>> {
-    let user = principal.user_with_scope(TokenScope::EnvRead)?;
-    let session = own_session(&state, user, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::ReadEnv).await?;
     let mut conn = state.db.read.acquire().await?;
     let env = effective_env(&mut conn, &state.keyring, &session.creator_id, &session.id).await?;
     let env: Map<String, Value> = env
@@ -78,7 +67,7 @@ struct Placement {
     session_id: Option<String>,
 }
 
-async fn target(state: &AppState, user: &UserId, at: &Placement) -> AppResult<Target> {
+async fn target(state: &AppState, principal: &Principal, at: &Placement) -> AppResult<Target> {
     match (
         at.scope.as_deref().unwrap_or("global"),
         at.session_id.as_deref(),
@@ -88,7 +77,10 @@ async fn target(state: &AppState, user: &UserId, at: &Placement) -> AppResult<Ta
             "unexpected_session_id",
             "`session_id` goes with `scope: session` only",
         )),
-        ("session", Some(id)) => Ok(Target::Session(own_session(state, user, id).await?.id)),
+        ("session", Some(id)) => {
+            let session = access::authorize(state, principal.into(), id, Need::WriteEnv).await?;
+            Ok(Target::Session(session.id))
+        }
         ("session", None) => Err(AppError::invalid(
             "session_id_required",
             "`scope: session` needs the `session_id` the value is for",
@@ -112,6 +104,7 @@ struct PutEnvVarBody {
 async fn put_env_var(
     State(state): State<AppState>,
     principal: Principal,
+    client: ClientAddr,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<PutEnvVarBody>,
 ) -> AppResult<StatusCode> {
@@ -122,9 +115,10 @@ async fn put_env_var(
         scope: body.scope,
         session_id: body.session_id,
     };
-    let target = target(&state, user, &placement).await?;
+    let target = target(&state, &principal, &placement).await?;
     let mut tx = state.db.begin_write().await?;
     set_value(&mut tx, &state.keyring, user, &target, &name, &value, user).await?;
+    audit_env(&mut tx, "env.set", user, &client, &target, &name).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -132,15 +126,41 @@ async fn put_env_var(
 async fn delete_env_var(
     State(state): State<AppState>,
     principal: Principal,
+    client: ClientAddr,
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
 ) -> AppResult<StatusCode> {
     let user = principal.user_with_scope(TokenScope::EnvWrite)?;
     let placement: Placement = parse_query(query.as_deref())?;
     let name = EnvVarName::parse(&name)?;
-    let target = target(&state, user, &placement).await?;
+    let target = target(&state, &principal, &placement).await?;
     let mut tx = state.db.begin_write().await?;
     delete_value(&mut tx, user, &target, &name).await?;
+    audit_env(&mut tx, "env.delete", user, &client, &target, &name).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Records a change to a user's vault: names and scope, never the value.
+pub async fn audit_env(
+    conn: &mut sqlx::SqliteConnection,
+    action: &'static str,
+    user: &UserId,
+    client: &ClientAddr,
+    target: &Target,
+    name: &EnvVarName,
+) -> AppResult<()> {
+    let session = match target {
+        Target::Global => None,
+        Target::Session(id) => Some(id),
+    };
+    let entry = Entry {
+        action,
+        session,
+        names: Some(name.to_string()),
+        scope: Some(target.scope()),
+        ..Default::default()
+    };
+    audit::append(conn, &Actor::User(user.clone()), client, entry).await?;
+    Ok(())
 }

@@ -2,21 +2,31 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
+use std::collections::BTreeMap;
+
+use axum::extract::Path;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{NewSession, create_session, parse_title};
+use super::{NewSession, Sharing, create_session, parse_title, sharing, update_sharing};
 use crate::AppState;
+use crate::access::{self, Need};
 use crate::api::ApiJson;
+use crate::audit::{Actor, ClientAddr, Entry};
 use crate::auth::Principal;
 use crate::auth::tokens::TokenScope;
 use crate::error::AppResult;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/sessions", post(create_session_api))
+    Router::new()
+        .route("/api/v1/sessions", post(create_session_api))
+        .route(
+            "/api/v1/sessions/{id}/sharing",
+            get(read_sharing).put(update_sharing_api),
+        )
 }
 
 #[derive(Deserialize, Default)]
@@ -37,6 +47,7 @@ pub fn new_session_json(state: &AppState, new: &NewSession) -> Value {
 async fn create_session_api(
     State(state): State<AppState>,
     principal: Principal,
+    client: ClientAddr,
     body: Option<ApiJson<CreateSessionBody>>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
     let creator = principal.user_with_scope(TokenScope::Sessions)?;
@@ -44,6 +55,62 @@ async fn create_session_api(
     let title = parse_title(body.title.as_deref())?;
     let mut tx = state.db.begin_write().await?;
     let new = create_session(&mut tx, creator, title).await?;
+    let entry = Entry {
+        action: "session.create",
+        session: Some(&new.session.id),
+        ..Default::default()
+    };
+    crate::audit::append(&mut tx, &Actor::User(creator.clone()), &client, entry).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, Json(new_session_json(&state, &new))))
+}
+
+/// The sharing as JSON: `{"others_can", "grants": {name: access}}`.
+fn sharing_json(others_can: Sharing, grants: Vec<(String, Sharing)>) -> Value {
+    let grants: serde_json::Map<String, Value> = grants
+        .into_iter()
+        .map(|(name, access)| (name, json!(access)))
+        .collect();
+    json!({ "others_can": others_can, "grants": grants })
+}
+
+/// `GET /api/v1/sessions/{id}/sharing` (the creator's `sessions` token).
+async fn read_sharing(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<Value>> {
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Share).await?;
+    let (others_can, grants) = sharing(&mut *state.db.read.acquire().await?, &session).await?;
+    Ok(Json(sharing_json(others_can, grants)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharingBody {
+    #[serde(default)]
+    others_can: Option<Sharing>,
+    #[serde(default)]
+    grants: BTreeMap<String, Sharing>,
+}
+
+/// `PUT /api/v1/sessions/{id}/sharing`: `others_can` and/or grants by user name.
+async fn update_sharing_api(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SharingBody>,
+) -> AppResult<Json<Value>> {
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Share).await?;
+    let Principal::User { user_id, .. } = &principal else {
+        return Err(crate::error::AppError::Forbidden(
+            "only the creator may share a session".into(),
+        ));
+    };
+    let grants: Vec<(String, Sharing)> = body.grants.into_iter().collect();
+    let actor = Actor::User(user_id.clone());
+    let (others_can, grants) =
+        update_sharing(&state, &session, body.others_can, &grants, &actor, &client).await?;
+    Ok(Json(sharing_json(others_can, grants)))
 }

@@ -14,6 +14,42 @@ use crate::ids::{SessionId, UserId};
 
 const MAX_TITLE_CHARS: usize = 200;
 
+/// What people other than the creator may do with a session.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    Serialize,
+    serde::Deserialize,
+    sqlx::Type,
+)]
+#[serde(rename_all = "lowercase")]
+#[sqlx(rename_all = "lowercase")]
+pub enum Sharing {
+    /// Nothing: the session does not exist for them.
+    #[default]
+    None,
+    /// Read the transcript and follow it live.
+    View,
+    /// Also answer (submit or dismiss) its widgets.
+    Prompt,
+}
+
+impl Sharing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::View => "view",
+            Self::Prompt => "prompt",
+        }
+    }
+}
+
 /// A session as stored.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct Session {
@@ -22,6 +58,7 @@ pub struct Session {
     pub title: String,
     pub created_at: i64,
     pub archived_at: Option<i64>,
+    pub others_can: Sharing,
 }
 
 /// A session just created, with its agent token (shown this once).
@@ -58,6 +95,7 @@ pub async fn create_session(
         title,
         created_at: clock::now_ms(),
         archived_at: None,
+        others_can: Sharing::None,
     };
     let minted = tokens::generate(AGENT_TOKEN_PREFIX);
     store::insert_session(conn, &session).await?;
@@ -100,36 +138,81 @@ pub async fn list_sessions(
     Ok(store::overview(conn, user).await?)
 }
 
-/// The session `id` if `principal` is its host: an API token with the
-/// `sessions` scope of the session's creator. Anyone else is told it does
-/// not exist (an agent token is refused outright).
-pub async fn as_host(
-    state: &crate::AppState,
-    principal: &crate::auth::Principal,
-    id: &str,
-) -> AppResult<Session> {
-    let user = principal.user_with_scope(crate::auth::tokens::TokenScope::Sessions)?;
-    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
-    let session = get_session(&mut *state.db.read.acquire().await?, &id).await?;
-    if &session.creator_id != user {
-        return Err(AppError::NotFound("session"));
-    }
-    Ok(session)
+/// The sharing of a session: `others_can` and the per-user grants by name.
+pub async fn sharing(
+    conn: &mut SqliteConnection,
+    session: &Session,
+) -> AppResult<(Sharing, Vec<(String, Sharing)>)> {
+    Ok((session.others_can, store::grants(conn, &session.id).await?))
 }
 
-/// The session `id` if `principal` is its agent or its host.
-pub async fn as_agent_or_host(
-    state: &crate::AppState,
-    principal: &crate::auth::Principal,
-    id: &str,
-) -> AppResult<Session> {
-    match principal {
-        crate::auth::Principal::Agent { session_id } => {
-            if SessionId::parse(id).as_ref() != Some(session_id) {
-                return Err(AppError::NotFound("session"));
-            }
-            get_session(&mut *state.db.read.acquire().await?, session_id).await
-        }
-        crate::auth::Principal::User { .. } => as_host(state, principal, id).await,
+/// The grant of `user` on `session`, if any.
+pub async fn grant_of(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    user: &UserId,
+) -> AppResult<Sharing> {
+    Ok(store::grant_of(conn, session, user)
+        .await?
+        .unwrap_or_default())
+}
+
+/// Sets `others_can` and replaces one user's grant (`Sharing::None` removes it).
+pub async fn set_sharing(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    others_can: Sharing,
+    grants: &[(UserId, Sharing)],
+) -> AppResult<()> {
+    store::set_others_can(conn, session, others_can).await?;
+    for (user, access) in grants {
+        store::set_grant(conn, session, user, *access).await?;
     }
+    Ok(())
+}
+
+/// Changes who else may see or answer `session`: `others_can` (if given)
+/// and per-user grants by user name (`none` removes one). One transaction,
+/// audited as `session.share`. Returns the sharing as it now is.
+pub async fn update_sharing(
+    state: &crate::AppState,
+    session: &Session,
+    others_can: Option<Sharing>,
+    grants: &[(String, Sharing)],
+    actor: &crate::audit::Actor,
+    client: &crate::audit::ClientAddr,
+) -> AppResult<(Sharing, Vec<(String, Sharing)>)> {
+    let mut tx = state.db.begin_write().await?;
+    let mut resolved = Vec::with_capacity(grants.len());
+    for (name, access) in grants {
+        let Some(user) = crate::auth::find_user_by_name(&mut tx, name).await? else {
+            return Err(AppError::invalid(
+                "unknown_user",
+                format!("there is no user named `{name}`"),
+            ));
+        };
+        if user.id == session.creator_id {
+            return Err(AppError::invalid(
+                "invalid_grant",
+                "the creator always has full access",
+            ));
+        }
+        resolved.push((user.id, *access));
+    }
+    let others_can = others_can.unwrap_or(session.others_can);
+    set_sharing(&mut tx, &session.id, others_can, &resolved).await?;
+    let mut detail = format!("others_can={}", others_can.as_str());
+    for (name, access) in grants {
+        detail.push_str(&format!("; {name}={}", access.as_str()));
+    }
+    let entry = crate::audit::Entry {
+        action: "session.share",
+        session: Some(&session.id),
+        detail: Some(detail),
+        ..Default::default()
+    };
+    crate::audit::append(&mut tx, actor, client, entry).await?;
+    let grants = store::grants(&mut tx, &session.id).await?;
+    tx.commit().await?;
+    Ok((others_can, grants))
 }

@@ -2,7 +2,7 @@
 
 use sqlx::SqliteConnection;
 
-use super::Session;
+use super::{Session, Sharing};
 use crate::ids::SessionId;
 
 pub(super) async fn insert_session(conn: &mut SqliteConnection, s: &Session) -> sqlx::Result<()> {
@@ -36,7 +36,7 @@ pub(super) async fn find_session(
     id: &SessionId,
 ) -> sqlx::Result<Option<Session>> {
     sqlx::query_as(
-        "SELECT id, creator_id, title, created_at, archived_at FROM sessions WHERE id = ?",
+        "SELECT id, creator_id, title, created_at, archived_at, others_can FROM sessions WHERE id = ?",
     )
     .bind(id)
     .fetch_optional(conn)
@@ -72,34 +72,92 @@ pub(super) async fn mark_archived(
     Ok(done.rows_affected() == 1)
 }
 
-/// A user's sessions with their pending widget counts, newest first.
+/// The sessions a user may read (own, shared with everyone, or granted),
+/// with their pending widget counts, newest first.
 pub(super) async fn overview(
     conn: &mut SqliteConnection,
     user: &crate::ids::UserId,
 ) -> sqlx::Result<Vec<(Session, i64)>> {
-    let rows: Vec<(SessionId, crate::ids::UserId, String, i64, Option<i64>, i64)> = sqlx::query_as(
-        "SELECT s.id, s.creator_id, s.title, s.created_at, s.archived_at,
-                (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending')
-         FROM sessions s WHERE s.creator_id = ? ORDER BY s.created_at DESC",
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        session: Session,
+        pending: i64,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT s.id, s.creator_id, s.title, s.created_at, s.archived_at, s.others_can,
+                (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending
+         FROM sessions s
+         WHERE s.creator_id = ?1 OR s.others_can <> 'none'
+            OR EXISTS (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ?1)
+         ORDER BY s.created_at DESC",
     )
     .bind(user)
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(id, creator_id, title, created_at, archived_at, pending)| {
-                (
-                    Session {
-                        id,
-                        creator_id,
-                        title,
-                        created_at,
-                        archived_at,
-                    },
-                    pending,
-                )
-            },
+    Ok(rows.into_iter().map(|r| (r.session, r.pending)).collect())
+}
+
+pub(super) async fn grants(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> sqlx::Result<Vec<(String, Sharing)>> {
+    sqlx::query_as(
+        "SELECT u.name, g.access FROM session_grants g JOIN users u ON u.id = g.user_id
+         WHERE g.session_id = ? ORDER BY u.name",
+    )
+    .bind(session)
+    .fetch_all(conn)
+    .await
+}
+
+pub(super) async fn grant_of(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    user: &crate::ids::UserId,
+) -> sqlx::Result<Option<Sharing>> {
+    sqlx::query_scalar("SELECT access FROM session_grants WHERE session_id = ? AND user_id = ?")
+        .bind(session)
+        .bind(user)
+        .fetch_optional(conn)
+        .await
+}
+
+pub(super) async fn set_others_can(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    to: Sharing,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sessions SET others_can = ? WHERE id = ?")
+        .bind(to)
+        .bind(session)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn set_grant(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    user: &crate::ids::UserId,
+    access: Sharing,
+) -> sqlx::Result<()> {
+    if access == Sharing::None {
+        sqlx::query("DELETE FROM session_grants WHERE session_id = ? AND user_id = ?")
+            .bind(session)
+            .bind(user)
+            .execute(conn)
+            .await?;
+    } else {
+        sqlx::query(
+            "INSERT INTO session_grants (session_id, user_id, access) VALUES (?, ?, ?)
+             ON CONFLICT (session_id, user_id) DO UPDATE SET access = excluded.access",
         )
-        .collect())
+        .bind(session)
+        .bind(user)
+        .bind(access)
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
 }

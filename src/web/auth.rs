@@ -125,8 +125,14 @@ pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()>
             "cross-site requests cannot change anything here",
         ));
     }
+    // With `Referrer-Policy: no-referrer` a browser sends `Origin: null` on
+    // its own same-origin form posts; that is accepted only together with
+    // `Sec-Fetch-Site: same-origin`, which a page cannot forge.
+    let same_site_null =
+        header("sec-fetch-site") == Some("same-origin") && header("origin") == Some("null");
     if let Some(origin) = header("origin")
         && origin != state.settings.public_origin()
+        && !same_site_null
     {
         return Err(forbidden(
             "csrf_origin",
@@ -197,8 +203,11 @@ pub async fn login(
     let next = safe_next(form.next.as_deref()).to_owned();
     check_same_origin(&state, &headers)?;
     let keys = [
-        format!("ip:{}", client.0.as_deref().unwrap_or("-")),
-        format!("user:{}", form.username),
+        (
+            format!("ip:{}", client.0.as_deref().unwrap_or("-")),
+            super::limiter::PER_ADDRESS,
+        ),
+        (format!("user:{}", form.username), super::limiter::PER_NAME),
     ];
     if let Err(wait) = state.login_limiter.attempt(&keys) {
         let page = LoginPage {

@@ -1,14 +1,29 @@
 //! Login rate limiting: a token bucket per client address and per user
 //! name, so neither one address nor many addresses can guess passwords fast.
+//! An address gets a larger bucket than a name: a team behind one NAT
+//! shares an address, while guessing one account is what must stay slow.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Attempts allowed at once.
-const BURST: f64 = 5.0;
-/// Attempts regained per second after that (one every 12 s).
-const REFILL_PER_SEC: f64 = 1.0 / 12.0;
+/// A bucket: attempts allowed at once, and regained per second after that.
+#[derive(Debug, Clone, Copy)]
+pub struct Bucket {
+    pub burst: f64,
+    pub per_sec: f64,
+}
+
+/// Per user name: 5 at once, then one every 12 s.
+pub const PER_NAME: Bucket = Bucket {
+    burst: 5.0,
+    per_sec: 1.0 / 12.0,
+};
+/// Per client address: 20 at once, then one every 3 s.
+pub const PER_ADDRESS: Bucket = Bucket {
+    burst: 20.0,
+    per_sec: 1.0 / 3.0,
+};
 /// Above this many tracked keys, full buckets are forgotten.
 const MAX_KEYS: usize = 10_000;
 
@@ -18,29 +33,27 @@ pub struct LoginLimiter {
 }
 
 impl LoginLimiter {
-    /// Takes one attempt for every key; `Err(wait)` if any bucket is empty.
-    pub fn attempt(&self, keys: &[String]) -> Result<(), Duration> {
+    /// Takes one attempt from every bucket; `Err(wait)` if any is empty.
+    pub fn attempt(&self, keys: &[(String, Bucket)]) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().expect("limiter lock");
         if buckets.len() > MAX_KEYS {
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + at.elapsed().as_secs_f64() * REFILL_PER_SEC < BURST
-            });
+            // Forget buckets idle for an hour: they are full again by then.
+            buckets.retain(|_, (_, at)| at.elapsed() < Duration::from_secs(3600));
         }
-        let level = |(tokens, at): (f64, Instant)| {
-            (tokens + now.duration_since(at).as_secs_f64() * REFILL_PER_SEC).min(BURST)
+        let level = |key: &str, b: Bucket| {
+            buckets.get(key).map_or(b.burst, |(tokens, at)| {
+                (tokens + now.duration_since(*at).as_secs_f64() * b.per_sec).min(b.burst)
+            })
         };
-        let levels: Vec<f64> = keys
-            .iter()
-            .map(|k| buckets.get(k).copied().map_or(BURST, level))
-            .collect();
-        if let Some(lowest) = levels.iter().copied().reduce(f64::min)
-            && lowest < 1.0
-        {
-            return Err(Duration::from_secs_f64((1.0 - lowest) / REFILL_PER_SEC)
-                .max(Duration::from_secs(1)));
+        let levels: Vec<f64> = keys.iter().map(|(k, b)| level(k, *b)).collect();
+        for ((_, bucket), tokens) in keys.iter().zip(&levels) {
+            if *tokens < 1.0 {
+                let wait = Duration::from_secs_f64((1.0 - tokens) / bucket.per_sec);
+                return Err(wait.max(Duration::from_secs(1)));
+            }
         }
-        for (key, tokens) in keys.iter().zip(levels) {
+        for ((key, _), tokens) in keys.iter().zip(levels) {
             buckets.insert(key.clone(), (tokens - 1.0, now));
         }
         Ok(())
@@ -54,7 +67,12 @@ mod tests {
     #[test]
     fn a_burst_passes_then_attempts_are_refused_per_key() {
         let limiter = LoginLimiter::default();
-        let keys = |ip: &str, user: &str| vec![format!("ip:{ip}"), format!("user:{user}")];
+        let keys = |ip: &str, user: &str| {
+            vec![
+                (format!("ip:{ip}"), PER_ADDRESS),
+                (format!("user:{user}"), PER_NAME),
+            ]
+        };
         for _ in 0..5 {
             assert!(limiter.attempt(&keys("1.1.1.1", "alice")).is_ok());
         }
@@ -63,5 +81,10 @@ mod tests {
         // The same user from elsewhere is limited too; another user from elsewhere is not.
         assert!(limiter.attempt(&keys("2.2.2.2", "alice")).is_err());
         assert!(limiter.attempt(&keys("2.2.2.2", "bob")).is_ok());
+        // One address may try many names, up to its own larger bucket.
+        let names: Vec<bool> = (0..30)
+            .map(|i| limiter.attempt(&keys("3.3.3.3", &format!("u{i}"))).is_ok())
+            .collect();
+        assert_eq!(names.iter().filter(|ok| **ok).count(), 20);
     }
 }

@@ -1,5 +1,6 @@
 //! What browsers talk to: cookie sessions, login, CSRF.
 
+mod admin;
 pub mod auth;
 mod limiter;
 mod markdown;
@@ -27,6 +28,7 @@ pub fn router() -> Router<AppState> {
         .route("/", get(pages::view_sessions_get))
         .route("/sessions", post(pages::create_session_form))
         .route("/sessions/{id}", get(pages::view_transcript_get))
+        .route("/sessions/{id}/sharing", post(pages::share_session_form))
         .route(
             "/sessions/{id}/widgets/{widget_id}",
             get(pages::view_widget_get),
@@ -37,6 +39,9 @@ pub fn router() -> Router<AppState> {
         )
         .route("/settings/env/delete", post(pages::delete_env_form))
         .route("/static/{name}", get(pages::static_file))
+        .route("/admin/users", get(admin::view_users_get))
+        .route("/admin/users/{action}", post(admin::change_user_form))
+        .route("/admin/audit", get(admin::view_audit_get))
 }
 
 /// The cookie: `__Host-` prefixed and `Secure` under TLS, HttpOnly,

@@ -15,10 +15,13 @@ use serde::Deserialize;
 
 use super::views::{self, Entry, WidgetCard};
 use super::{CurrentUser, check_csrf};
+use crate::access::{self, Access, Caller, Need};
+use crate::audit::{Actor, ClientAddr};
 use crate::error::{AppError, AppResult};
-use crate::ids::{SessionId, UserId};
+use crate::ids::UserId;
+use crate::secrets::api::audit_env;
 use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
-use crate::sessions::{self, Session};
+use crate::sessions::{self, Session, Sharing};
 use crate::widgets::{self, WidgetId};
 use crate::{AppState, clock, transcript};
 
@@ -110,6 +113,7 @@ struct CreatedSession {
 struct SessionsPage {
     user: String,
     csrf: String,
+    is_admin: bool,
     sessions: Vec<SessionRow>,
     created: Option<CreatedSession>,
 }
@@ -133,6 +137,7 @@ async fn sessions_page(
     Ok(SessionsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
         sessions,
         created,
     })
@@ -151,7 +156,8 @@ pub async fn view_sessions_get(
 
 #[derive(Deserialize)]
 struct NewSessionForm {
-    csrf_token: String,
+    #[serde(default)]
+    csrf_token: Option<String>,
     #[serde(default)]
     title: Option<String>,
 }
@@ -167,14 +173,21 @@ fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
 pub async fn create_session_form(
     State(state): State<AppState>,
     user: CurrentUser,
+    client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
     let form: NewSessionForm = read_form(&body)?;
-    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
     let title = sessions::parse_title(form.title.as_deref())?;
     let mut tx = state.db.begin_write().await?;
     let new = sessions::create_session(&mut tx, &user.id, title).await?;
+    let entry = crate::audit::Entry {
+        action: "session.create",
+        session: Some(&new.session.id),
+        ..Default::default()
+    };
+    crate::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
     tx.commit().await?;
     let created = CreatedSession {
         id: new.session.id.to_string(),
@@ -190,20 +203,22 @@ pub async fn create_session_form(
 struct TranscriptPage {
     user: String,
     csrf: String,
+    is_admin: bool,
     session_id: String,
     title: String,
     archived: bool,
     entries: Vec<Entry>,
+    /// The viewer may submit and dismiss widgets.
+    can_answer: bool,
+    /// The viewer created the session and may share it.
+    owner: bool,
+    others_can: &'static str,
+    grants: Vec<(String, &'static str)>,
 }
 
 /// The session if `user` may read it.
 async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
-    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
-    let session = sessions::get_session(&mut *state.db.read.acquire().await?, &id).await?;
-    if session.creator_id != user.id {
-        return Err(AppError::NotFound("session"));
-    }
-    Ok(session)
+    access::authorize(state, Caller::Person(&user.id), id, Need::Watch).await
 }
 
 async fn saved_globals(state: &AppState, user: &UserId) -> AppResult<BTreeSet<String>> {
@@ -222,17 +237,27 @@ async fn transcript_page(
     error: Option<(&str, &views::FormError)>,
 ) -> AppResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
+    let access = access::person_access(&mut conn, &session, &user.id).await?;
     let messages = transcript::list_messages(&mut conn, &session.id).await?;
     let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
+    let (others_can, grants) = sessions::sharing(&mut conn, &session).await?;
     drop(conn);
     let saved = saved_globals(state, &session.creator_id).await?;
     Ok(TranscriptPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
         session_id: session.id.to_string(),
         title: session.title,
         archived: session.archived_at.is_some(),
         entries: views::entries(messages, widgets, &saved, error),
+        can_answer: access >= Access::Prompt,
+        owner: access == Access::Owner,
+        others_can: others_can.as_str(),
+        grants: grants
+            .into_iter()
+            .map(|(name, a)| (name, a.as_str()))
+            .collect(),
     })
 }
 
@@ -285,6 +310,7 @@ pub async fn answer_refused(
 #[template(path = "widget_fragment.html")]
 struct WidgetFragment {
     csrf: String,
+    can_answer: bool,
     w: WidgetCard,
 }
 
@@ -301,8 +327,11 @@ pub async fn view_widget_get(
         return Err(AppError::NotFound("widget").into());
     }
     let saved = saved_globals(&state, &session.creator_id).await?;
+    let access =
+        access::person_access(&mut *state.db.read.acquire().await?, &session, &user.id).await?;
     let fragment = WidgetFragment {
         csrf: user.csrf.clone(),
+        can_answer: access >= Access::Prompt,
         w: views::widget_card(&row, &saved, None),
     };
     Ok(fragment.into_response())
@@ -313,6 +342,7 @@ pub async fn view_widget_get(
 struct SettingsPage {
     user: String,
     csrf: String,
+    is_admin: bool,
     vars: Vec<EnvVarInfo>,
     error: Option<String>,
 }
@@ -337,6 +367,7 @@ async fn settings_page(
     Ok(SettingsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
         vars,
         error,
     })
@@ -344,7 +375,8 @@ async fn settings_page(
 
 #[derive(Deserialize)]
 struct EnvForm {
-    csrf_token: String,
+    #[serde(default)]
+    csrf_token: Option<String>,
     name: String,
     #[serde(default)]
     value: Option<SecretString>,
@@ -359,7 +391,11 @@ async fn env_target(
 ) -> AppResult<Target> {
     match session.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(Target::Global),
-        Some(id) => Ok(Target::Session(readable(state, user, id).await?.id)),
+        Some(id) => {
+            let session =
+                access::authorize(state, Caller::Person(&user.id), id, Need::WriteEnv).await?;
+            Ok(Target::Session(session.id))
+        }
     }
 }
 
@@ -367,11 +403,12 @@ async fn env_target(
 pub async fn set_env_form(
     State(state): State<AppState>,
     user: CurrentUser,
+    client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
     let form: EnvForm = read_form(&body)?;
-    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
     let saved = async {
         let name = EnvVarName::parse(form.name.trim())?;
         let value =
@@ -388,6 +425,7 @@ pub async fn set_env_form(
             &user.id,
         )
         .await?;
+        audit_env(&mut tx, "env.set", &user.id, &client, &target, &name).await?;
         tx.commit().await?;
         AppResult::Ok(())
     };
@@ -409,15 +447,17 @@ pub async fn set_env_form(
 pub async fn delete_env_form(
     State(state): State<AppState>,
     user: CurrentUser,
+    client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
     let form: EnvForm = read_form(&body)?;
-    check_csrf(&state, &headers, &user, Some(&form.csrf_token))?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
     let name = EnvVarName::parse(form.name.trim())?;
     let target = env_target(&state, &user, form.session_id.as_deref()).await?;
     let mut tx = state.db.begin_write().await?;
     secrets::delete_value(&mut tx, &user.id, &target, &name).await?;
+    audit_env(&mut tx, "env.delete", &user.id, &client, &target, &name).await?;
     tx.commit().await?;
     Ok(Redirect::to("/settings/env").into_response())
 }
@@ -436,4 +476,48 @@ pub async fn static_file(Path(name): Path<String>) -> Response {
         _ => return PageError(AppError::NotFound("file")).into_response(),
     };
     ([(header::CONTENT_TYPE, mime)], body).into_response()
+}
+
+#[derive(Deserialize)]
+struct SharingForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+    others_can: Sharing,
+    #[serde(default)]
+    grant_user: Option<String>,
+    #[serde(default)]
+    grant_access: Option<Sharing>,
+}
+
+/// `POST /sessions/{id}/sharing`: the creator changes who else may see or
+/// answer the session.
+pub async fn share_session_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: SharingForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    let session = access::authorize(&state, Caller::Person(&user.id), &id, Need::Share).await?;
+    let grants: Vec<(String, Sharing)> = form
+        .grant_user
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .map(|name| (name, form.grant_access.unwrap_or(Sharing::View)))
+        .into_iter()
+        .collect();
+    let actor = Actor::User(user.id.clone());
+    sessions::update_sharing(
+        &state,
+        &session,
+        Some(form.others_can),
+        &grants,
+        &actor,
+        &client,
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/sessions/{}", session.id)).into_response())
 }

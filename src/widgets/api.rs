@@ -15,11 +15,11 @@ use super::{
     archive_session, dismiss_widget, get_widget, request_env_vars, submit_env_vars,
 };
 use crate::AppState;
+use crate::access::{self, Need};
 use crate::api::{ApiJson, parse_json};
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
-use crate::sessions;
 use crate::web::{CurrentUser, check_csrf, pages};
 
 pub fn router() -> Router<AppState> {
@@ -48,7 +48,7 @@ async fn create_env_vars_widget(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<RequestEnvVarsInput>,
 ) -> AppResult<(StatusCode, Json<Created>)> {
-    let session = sessions::as_agent_or_host(&state, &principal, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     let actor = actor_of(&principal);
     let created = request_env_vars(
         &state,
@@ -72,9 +72,17 @@ async fn read_widget(
 ) -> AppResult<Json<WidgetView>> {
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
     let widget = get_widget(&mut *state.db.read.acquire().await?, &id).await?;
-    sessions::as_agent_or_host(&state, &principal, widget.session_id.as_str())
-        .await
-        .map_err(|_| AppError::NotFound("widget"))?;
+    access::authorize(
+        &state,
+        (&principal).into(),
+        widget.session_id.as_str(),
+        Need::Watch,
+    )
+    .await
+    .map_err(|err| match err {
+        AppError::NotFound(_) => AppError::NotFound("widget"),
+        other => other,
+    })?;
     Ok(Json(widget.into()))
 }
 
@@ -84,7 +92,7 @@ async fn archive_session_api(
     client: ClientAddr,
     Path(id): Path<String>,
 ) -> AppResult<Json<Value>> {
-    let session = sessions::as_host(&state, &principal, &id).await?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Host).await?;
     let actor = actor_of(&principal);
     let cancelled = archive_session(
         &state,

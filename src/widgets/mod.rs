@@ -23,6 +23,7 @@ pub use env_vars::{
 };
 pub use store::WidgetRow;
 
+use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
@@ -175,7 +176,7 @@ pub async fn request_env_vars(
         session: Some(&session.id),
         widget: Some(widget.id.as_str()),
         names: Some(names),
-        scope: None,
+        ..Default::default()
     };
     audit::append(&mut tx, cause.actor, cause.client, entry).await?;
     if all_present {
@@ -261,6 +262,7 @@ async fn after_resolution(
         widget: Some(widget.id.as_str()),
         names: Some(names.join(",")),
         scope,
+        ..Default::default()
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     Ok(())
@@ -275,9 +277,12 @@ async fn answerable(
 ) -> AppResult<(WidgetRow, Session, EnvVarsParams)> {
     let widget = get_widget(tx, id).await?;
     let session = sessions::get_session(tx, &widget.session_id).await?;
-    if &session.creator_id != user {
-        return Err(AppError::NotFound("widget"));
-    }
+    access::check(tx, Caller::Person(user), &session, Need::Answer)
+        .await
+        .map_err(|err| match err {
+            AppError::NotFound(_) => AppError::NotFound("widget"),
+            other => other,
+        })?;
     if widget.status != WidgetStatus::Pending {
         return Err(not_pending(widget.status));
     }

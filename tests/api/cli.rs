@@ -329,11 +329,11 @@ async fn audit_verify_names_the_first_edited_deleted_or_reordered_row() {
     }
     app.state.db.close().await;
     copy_dir(&app.data_dir(), &dir);
-    assert!(ok(widgetd(&dir).args(["audit", "verify"])).contains("3 row(s), chain intact"));
+    assert!(ok(widgetd(&dir).args(["audit", "verify"])).contains("4 row(s), chain intact"));
     let listed: Value =
         serde_json::from_str(&ok(widgetd(&dir).args(["audit", "list", "--json"]))).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 3);
-    assert_eq!(listed[1]["names"], "B_KEY");
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    assert_eq!(listed[2]["names"], "B_KEY");
 
     let tampers = [
         (

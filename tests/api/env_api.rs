@@ -109,7 +109,7 @@ async fn only_an_env_read_token_of_the_creator_reads_values() {
 
     let cases = [
         (agent.as_str(), StatusCode::FORBIDDEN, "forbidden"),
-        (other_agent.as_str(), StatusCode::FORBIDDEN, "forbidden"),
+        (other_agent.as_str(), StatusCode::NOT_FOUND, "not_found"),
         (alice_no_read.as_str(), StatusCode::FORBIDDEN, "forbidden"),
         (bob_read.as_str(), StatusCode::NOT_FOUND, "not_found"),
         ("wdt_bogus", StatusCode::UNAUTHORIZED, "invalid_token"),

@@ -1,6 +1,8 @@
 //! Integration tests: a real SQLite file per test, real HTTP on a real port,
 //! and the real `widgetd` binary where the command line is under test.
 
+mod authz;
+mod browser;
 mod canary;
 mod cli;
 mod env_api;
@@ -8,5 +10,7 @@ mod exec;
 mod helpers;
 mod mcp;
 mod sessions;
+mod sharing;
 mod vault;
+mod webdriver;
 mod widgets;

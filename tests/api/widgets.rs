@@ -385,7 +385,7 @@ async fn agent_input_is_validated_with_stable_codes_and_nothing_is_created() {
     let r = app
         .get(&format!("/api/v1/sessions/{bobs}/prompts"), &agent)
         .await;
-    assert_error(r, StatusCode::FORBIDDEN, "forbidden", None).await;
+    assert_error(r, StatusCode::NOT_FOUND, "not_found", None).await;
     assert_eq!(widget(&app, &bob_host, &id).await["status"], "pending");
 }
 

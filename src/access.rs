@@ -1,0 +1,175 @@
+//! The one authorization layer. Every route, page, event stream and MCP
+//! tool that touches a session asks [`authorize`] what the caller may do,
+//! so a new endpoint cannot forget a rule: it names what it needs and gets
+//! the session or a refusal.
+//!
+//! A caller who may not even see the session is told it does not exist
+//! (404); one who may see it but not do this is refused (403).
+
+use sqlx::SqliteConnection;
+
+use crate::AppState;
+use crate::auth::Principal;
+use crate::auth::tokens::{TokenScope, TokenScopes};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use crate::sessions::{self, Session, Sharing};
+
+/// Who is asking.
+#[derive(Debug, Clone, Copy)]
+pub enum Caller<'a> {
+    /// A session's agent token.
+    Agent(&'a SessionId),
+    /// A user's API token with its scopes (the agent host, scripts).
+    Token {
+        user: &'a UserId,
+        scopes: &'a TokenScopes,
+    },
+    /// A person signed in with the browser.
+    Person(&'a UserId),
+}
+
+impl<'a> From<&'a Principal> for Caller<'a> {
+    fn from(principal: &'a Principal) -> Self {
+        match principal {
+            Principal::Agent { session_id } => Caller::Agent(session_id),
+            Principal::User {
+                user_id, scopes, ..
+            } => Caller::Token {
+                user: user_id,
+                scopes,
+            },
+        }
+    }
+}
+
+/// What the caller wants to do with the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Read the transcript, its widgets and its events.
+    Watch,
+    /// Create widgets and post transcript lines: the agent or its host.
+    Act,
+    /// Drain and acknowledge prompts, archive: the host only.
+    Host,
+    /// Submit or dismiss widgets: people with `prompt` access.
+    Answer,
+    /// Change who else may see or answer: the creator.
+    Share,
+    /// Store or delete the creator's values for this session.
+    WriteEnv,
+    /// Read decrypted values: the creator's `env:read` token only.
+    ReadEnv,
+}
+
+/// How much a person may do with a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    None,
+    View,
+    Prompt,
+    Owner,
+}
+
+impl From<Sharing> for Access {
+    fn from(sharing: Sharing) -> Self {
+        match sharing {
+            Sharing::None => Access::None,
+            Sharing::View => Access::View,
+            Sharing::Prompt => Access::Prompt,
+        }
+    }
+}
+
+/// A person's access: owner, or the higher of `others_can` and their grant.
+pub async fn person_access(
+    conn: &mut SqliteConnection,
+    session: &Session,
+    user: &UserId,
+) -> AppResult<Access> {
+    if &session.creator_id == user {
+        return Ok(Access::Owner);
+    }
+    let grant = sessions::grant_of(conn, &session.id, user).await?;
+    Ok(Access::from(session.others_can.max(grant)))
+}
+
+fn forbidden(message: &str) -> AppError {
+    AppError::Forbidden(message.to_owned())
+}
+
+fn token_scope(need: Need) -> Option<TokenScope> {
+    match need {
+        Need::ReadEnv => Some(TokenScope::EnvRead),
+        Need::WriteEnv => Some(TokenScope::EnvWrite),
+        Need::Answer => None,
+        Need::Watch | Need::Act | Need::Host | Need::Share => Some(TokenScope::Sessions),
+    }
+}
+
+fn person_needs(need: Need) -> Option<Access> {
+    match need {
+        Need::Watch => Some(Access::View),
+        Need::Answer => Some(Access::Prompt),
+        Need::Share | Need::WriteEnv => Some(Access::Owner),
+        Need::Act | Need::Host | Need::ReadEnv => None,
+    }
+}
+
+/// Checks `need` for `caller` on `session`, inside any connection.
+pub async fn check(
+    conn: &mut SqliteConnection,
+    caller: Caller<'_>,
+    session: &Session,
+    need: Need,
+) -> AppResult<()> {
+    let missing = || AppError::NotFound("session");
+    match caller {
+        Caller::Agent(own) if own != &session.id => Err(missing()),
+        Caller::Agent(_) => match need {
+            Need::Watch | Need::Act => Ok(()),
+            Need::ReadEnv => Err(forbidden("agent tokens can never read values")),
+            _ => Err(forbidden(
+                "agent tokens cannot do this; it needs the session creator",
+            )),
+        },
+        Caller::Token { user, .. } if user != &session.creator_id => Err(missing()),
+        Caller::Token { scopes, .. } => match token_scope(need) {
+            Some(scope) if scopes.contains(scope) => Ok(()),
+            Some(scope) => Err(AppError::Forbidden(format!(
+                "this needs an API token with the `{scope}` scope; mint one with \
+                 `widgetd token create --user NAME --scope {scope}`"
+            ))),
+            None => Err(forbidden(
+                "widgets are answered by a person, in the browser",
+            )),
+        },
+        Caller::Person(user) => {
+            let access = person_access(conn, session, user).await?;
+            if access == Access::None {
+                return Err(missing());
+            }
+            match person_needs(need) {
+                Some(needed) if access >= needed => Ok(()),
+                Some(Access::Prompt) => Err(forbidden(
+                    "you may read this session but not answer its widgets",
+                )),
+                _ => Err(forbidden("only the session's creator may do this")),
+            }
+        }
+    }
+}
+
+/// The session `id` if `caller` may do `need` with it.
+pub async fn authorize(
+    state: &AppState,
+    caller: Caller<'_>,
+    id: &str,
+    need: Need,
+) -> AppResult<Session> {
+    let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
+    let mut conn = state.db.read.acquire().await?;
+    let session = sessions::get_session(&mut conn, &id).await?;
+    check(&mut conn, caller, &session, need).await?;
+    Ok(session)
+}

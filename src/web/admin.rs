@@ -1,0 +1,274 @@
+//! `/admin`: users and the audit log, for admins only. Admins manage
+//! accounts; they never see a value, and they see other people's
+//! transcripts only when those are shared with them.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+
+use super::pages::PageError;
+use super::{CurrentUser, check_csrf};
+use crate::audit::{self, Actor, AuditRow, ClientAddr, Entry};
+use crate::auth::{self, Role, User, passwords};
+use crate::error::{AppError, AppResult};
+use crate::{AppState, clock};
+
+type PageResult = Result<Response, PageError>;
+
+fn require_admin(user: &CurrentUser) -> AppResult<()> {
+    match user.role {
+        Role::Admin => Ok(()),
+        Role::Member => Err(AppError::Forbidden("this page is for admins".into())),
+    }
+}
+
+struct UserRow {
+    name: String,
+    role: &'static str,
+    disabled: bool,
+    created_at: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "admin_users.html")]
+struct UsersPage {
+    user: String,
+    csrf: String,
+    is_admin: bool,
+    users: Vec<UserRow>,
+    /// A password just set, shown this once.
+    new_password: Option<(String, String)>,
+    error: Option<String>,
+}
+
+async fn users_page(state: &AppState, admin: &CurrentUser) -> AppResult<UsersPage> {
+    let users = auth::list_users(&mut *state.db.read.acquire().await?).await?;
+    let users = users
+        .into_iter()
+        .map(|u: User| UserRow {
+            role: if u.role == Role::Admin {
+                "admin"
+            } else {
+                "member"
+            },
+            name: u.name,
+            disabled: u.disabled,
+            created_at: clock::rfc3339(u.created_at),
+        })
+        .collect();
+    Ok(UsersPage {
+        user: admin.name.clone(),
+        csrf: admin.csrf.clone(),
+        is_admin: admin.role == crate::auth::Role::Admin,
+        users,
+        new_password: None,
+        error: None,
+    })
+}
+
+/// `GET /admin/users`.
+pub async fn view_users_get(State(state): State<AppState>, user: CurrentUser) -> PageResult {
+    require_admin(&user)?;
+    Ok(users_page(&state, &user).await?.into_response())
+}
+
+#[derive(Deserialize)]
+struct UserForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+fn parse_role(role: Option<&str>) -> AppResult<Role> {
+    match role.unwrap_or("member") {
+        "admin" => Ok(Role::Admin),
+        "member" => Ok(Role::Member),
+        _ => Err(AppError::invalid(
+            "invalid_role",
+            "a role is `admin` or `member`",
+        )),
+    }
+}
+
+/// `POST /admin/users/{action}` with `action` one of `add`, `disable`,
+/// `enable`, `password`, `role`. A new or reset password is shown once.
+pub async fn change_user_form(
+    State(state): State<AppState>,
+    admin: CurrentUser,
+    client: ClientAddr,
+    Path(action): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    require_admin(&admin)?;
+    let form: UserForm = serde_urlencoded::from_bytes(&body).map_err(|_| AppError::BadRequest {
+        code: "invalid_form",
+        message: "the form could not be read".into(),
+    })?;
+    check_csrf(&state, &headers, &admin, form.csrf_token.as_deref())?;
+    let name = form.name.unwrap_or_default();
+    let changed = async {
+        let mut tx = state.db.begin_write().await?;
+        let mut shown = None;
+        let detail = match action.as_str() {
+            "add" => {
+                let password = passwords::generate();
+                shown = Some(password.expose_secret().to_owned());
+                let role = parse_role(form.role.as_deref())?;
+                auth::create_user(&mut tx, &name, role, password).await?;
+                format!(
+                    "user={name}; role={}",
+                    if role == Role::Admin {
+                        "admin"
+                    } else {
+                        "member"
+                    }
+                )
+            }
+            "password" => {
+                let password = passwords::generate();
+                shown = Some(password.expose_secret().to_owned());
+                auth::set_password(&mut tx, &name, password).await?;
+                format!("user={name}")
+            }
+            "disable" | "enable" => {
+                auth::set_disabled(&mut tx, &name, action == "disable").await?;
+                format!("user={name}")
+            }
+            "role" => {
+                let role = parse_role(form.role.as_deref())?;
+                auth::set_role(&mut tx, &name, role).await?;
+                format!(
+                    "user={name}; role={}",
+                    if role == Role::Admin {
+                        "admin"
+                    } else {
+                        "member"
+                    }
+                )
+            }
+            _ => return Err(AppError::NotFound("action")),
+        };
+        let audit_action = match action.as_str() {
+            "add" => "user.add",
+            "password" => "user.passwd",
+            "disable" => "user.disable",
+            "enable" => "user.enable",
+            _ => "user.role",
+        };
+        let entry = Entry {
+            action: audit_action,
+            detail: Some(detail),
+            ..Default::default()
+        };
+        audit::append(&mut tx, &Actor::User(admin.id.clone()), &client, entry).await?;
+        tx.commit().await?;
+        AppResult::Ok(shown)
+    };
+    let mut page = users_page(&state, &admin).await?;
+    match changed.await {
+        Ok(None) => Ok(Redirect::to("/admin/users").into_response()),
+        Ok(Some(password)) => {
+            page = users_page(&state, &admin).await?;
+            page.new_password = Some((name, password));
+            Ok(page.into_response())
+        }
+        Err(err) if err.to_body().0.is_client_error() => {
+            let status = err.to_body().0;
+            page.error = Some(err.to_string());
+            Ok((status, page).into_response())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct AuditFilter {
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "admin_audit.html")]
+struct AuditPage {
+    user: String,
+    csrf: String,
+    is_admin: bool,
+    rows: Vec<(AuditRow, String)>,
+    since: String,
+    session: String,
+    action: String,
+    chain: String,
+}
+
+/// `GET /admin/audit?since=…&session=…&action=…`: the log, newest first,
+/// with the result of verifying the whole chain.
+pub async fn view_audit_get(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    RawQuery(query): RawQuery,
+) -> PageResult {
+    require_admin(&user)?;
+    let filter: AuditFilter =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
+    let nonempty = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let (since, session, action) = (
+        nonempty(&filter.since),
+        nonempty(&filter.session),
+        nonempty(&filter.action),
+    );
+    let since_ms = match &since {
+        None => None,
+        Some(text) => Some(
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+                .map_err(|_| {
+                    AppError::invalid(
+                        "invalid_since",
+                        "`since` is an RFC 3339 time, e.g. 2026-11-22T00:00:00Z",
+                    )
+                })?,
+        ),
+    };
+    let mut conn = state.db.read.acquire().await?;
+    let chain = match audit::verify(&mut conn).await.map_err(AppError::Internal)? {
+        Ok(v) => format!("The chain verifies: {} rows, head {}.", v.rows, v.head),
+        Err(broken) => format!("TAMPERING DETECTED: {broken}."),
+    };
+    let mut rows = audit::list(&mut conn, since_ms, session.as_deref()).await?;
+    rows.retain(|r| action.as_deref().is_none_or(|a| r.action.starts_with(a)));
+    rows.reverse();
+    let rows = rows
+        .into_iter()
+        .map(|r| (clock::rfc3339(r.at), r))
+        .map(|(t, r)| (r, t))
+        .collect();
+    let page = AuditPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
+        rows,
+        since: since.unwrap_or_default(),
+        session: session.unwrap_or_default(),
+        action: action.unwrap_or_default(),
+        chain,
+    };
+    Ok((StatusCode::OK, page).into_response())
+}

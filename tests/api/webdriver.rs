@@ -1,0 +1,319 @@
+//! A real headless Chromium for the browser tests, driven over WebDriver with
+//! fantoccini: each [`Chrome`] has its own chromedriver on a free port and a
+//! fresh profile, and both end when it is dropped (even when a test panics).
+
+use std::fmt::Display;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::ops::Deref;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::helpers::PASSWORD;
+
+/// How long any wait in a browser test may take.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+const MISSING: &str = "The browser tests need Chromium and chromedriver: install the Debian \
+     packages `chromium` and `chromium-driver` (apt-get install chromium chromium-driver; \
+     .ci/run does this), or set CHROME_BIN and CHROMEDRIVER to the binaries.";
+
+/// `$env`, else the first of `names` found on `PATH` (or as an absolute path).
+fn program(env: &str, names: &[&str]) -> PathBuf {
+    if let Some(path) = std::env::var_os(env).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "{env}={} does not exist. {MISSING}",
+            path.display()
+        );
+        return path;
+    }
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    names
+        .iter()
+        .flat_map(|name| {
+            let name = Path::new(name);
+            if name.is_absolute() {
+                vec![name.to_path_buf()]
+            } else {
+                dirs.iter().map(|d| d.join(name)).collect()
+            }
+        })
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{} not found. {MISSING}", names.join(" / ")))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `check` every 100 ms until it holds; panics after [`WAIT`].
+pub async fn wait_for<F, Fut>(what: impl Display, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + WAIT;
+    while !check().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Where screenshots go: `target/browser-artifacts/`.
+pub fn artifacts_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One headless Chromium with its own chromedriver and profile.
+pub struct Chrome {
+    client: Client,
+    driver: Child,
+    port: u16,
+    session: Option<String>,
+    _profile: TempDir,
+}
+
+impl Deref for Chrome {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl Chrome {
+    /// Starts chromedriver on a free port and opens a session in a fresh,
+    /// headless Chromium.
+    pub async fn launch() -> Chrome {
+        let chrome = program("CHROME_BIN", &["/usr/bin/chromium", "chromium"]);
+        let chromedriver = program("CHROMEDRIVER", &["chromedriver", "/usr/bin/chromedriver"]);
+        let profile = tempfile::tempdir().unwrap();
+        let log_path = profile.path().join("chromedriver.log");
+        let (mut driver, port) = start_driver(&chromedriver, &log_path).await;
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1000",
+            &format!(
+                "--user-data-dir={}",
+                profile.path().join("chrome").display()
+            ),
+        ];
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("chrome"));
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({ "binary": chrome, "args": args }),
+        );
+        let connected = ClientBuilder::native()
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await;
+        let client = match connected {
+            Ok(client) => client,
+            Err(e) => {
+                kill_group(&mut driver);
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!(
+                    "chromedriver could not start {}: {e}\n{log}\n{MISSING}",
+                    chrome.display()
+                );
+            }
+        };
+        let session = client.session_id().await.ok().flatten();
+        Chrome {
+            client,
+            driver,
+            port,
+            session,
+            _profile: profile,
+        }
+    }
+
+    /// Ends the browser session cleanly (Drop does it too, less gently).
+    pub async fn close(mut self) {
+        if self.client.clone().close().await.is_ok() {
+            self.session = None;
+        }
+    }
+
+    pub async fn open(&self, url: &str) {
+        self.goto(url).await.unwrap();
+    }
+
+    /// Logs in through the login form and waits to leave it.
+    pub async fn login(&self, app_url: &str, user: &str) {
+        self.open(&format!("{app_url}/login")).await;
+        self.css("#username").await.send_keys(user).await.unwrap();
+        self.css("#password")
+            .await
+            .send_keys(PASSWORD)
+            .await
+            .unwrap();
+        self.css("form[action='/login'] button[type=submit]")
+            .await
+            .click()
+            .await
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        while self.current_url().await.unwrap().path() == "/login" {
+            if Instant::now() > deadline {
+                let page = self.source().await.unwrap_or_default();
+                panic!("the login form did not log {user} in:\n{page}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The first element matching `css`; panics if there is none.
+    pub async fn css(&self, css: &str) -> Element {
+        self.find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element matches {css}: {e}"))
+    }
+
+    pub async fn count(&self, css: &str) -> usize {
+        self.find_all(Locator::Css(css)).await.unwrap().len()
+    }
+
+    /// Waits until an element matches `css`; returns the first.
+    pub async fn wait_css(&self, css: &str) -> Element {
+        wait_for(format_args!("{css} to appear"), || async {
+            self.count(css).await > 0
+        })
+        .await;
+        self.css(css).await
+    }
+
+    /// Runs `script` (a function body that may `return`) in the page.
+    pub async fn js(&self, script: &str) -> Value {
+        self.execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// Marks the current document, so [`Chrome::same_document`] can tell
+    /// that it was never reloaded.
+    pub async fn mark_document(&self) {
+        self.js("window.__testMark = 'still-here'; return true;")
+            .await;
+    }
+
+    pub async fn same_document(&self) -> bool {
+        self.js("return window.__testMark === 'still-here';").await == json!(true)
+    }
+
+    /// Saves a PNG of the viewport as `target/browser-artifacts/{name}`.
+    pub async fn screenshot_to(&self, name: &str) -> PathBuf {
+        let png = self.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
+        let path = artifacts_dir().join(name);
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+async fn start_driver(chromedriver: &Path, log_path: &Path) -> (Child, u16) {
+    let mut last_log = String::new();
+    // A port found free can be taken before chromedriver binds it: retry.
+    for _ in 0..3 {
+        let port = free_port();
+        let log = std::fs::File::create(log_path).unwrap();
+        let mut driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            // Its own process group, so Chromium and its helpers can be
+            // ended with it.
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}. {MISSING}", chromedriver.display()));
+        let status = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{port}/status");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ready = match status.get(&url).send().await {
+                Ok(r) => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .map(|v| v["value"]["ready"] == true),
+                Err(_) => None,
+            };
+            if ready == Some(true) {
+                return (driver, port);
+            }
+            if driver.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                kill_group(&mut driver);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        last_log = std::fs::read_to_string(log_path).unwrap_or_default();
+    }
+    panic!(
+        "chromedriver ({}) did not become ready: {last_log}",
+        chromedriver.display()
+    );
+}
+
+/// Ends chromedriver and everything in its process group.
+fn kill_group(driver: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", driver.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = driver.kill();
+    let _ = driver.wait();
+}
+
+/// `DELETE /session/{id}` without an async runtime, so Chromium can quit
+/// and remove its profile before the process group is killed.
+fn delete_session(port: u16, session: &str) {
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!(
+        "DELETE /session/{session} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_ok() {
+        let _ = stream.read_to_end(&mut Vec::new());
+    }
+}
+
+impl Drop for Chrome {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            delete_session(self.port, &session);
+        }
+        kill_group(&mut self.driver);
+    }
+}
