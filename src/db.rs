@@ -96,10 +96,22 @@ impl Db {
         Ok(())
     }
 
-    /// Closes both pools, checkpointing the WAL.
+    /// Closes both pools. The last connection to close checkpoints the WAL
+    /// and removes the -wal and -shm files, so the database file alone is
+    /// complete afterwards.
     pub async fn close(&self) {
-        self.read.close().await;
-        self.write.close().await;
+        for pool in [&self.read, &self.write] {
+            // A connection dropped a moment ago is handed back by a spawned
+            // task; closing before it is back would leave it to be closed
+            // after our process may already have exited.
+            for _ in 0..200 {
+                if pool.num_idle() == pool.size() as usize {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            pool.close().await;
+        }
     }
 }
 

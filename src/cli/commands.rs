@@ -433,22 +433,7 @@ async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
                 &owner.id,
             )
             .await?;
-            let session = match &target {
-                Target::Session(id) => Some(id),
-                Target::Global => None,
-            };
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "env.set",
-                    session,
-                    names: Some(name.to_string()),
-                    scope: Some(target.scope()),
-                    detail: Some(format!("owner={user}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
+            operator_audit(&mut tx, env_entry("env.set", &target, &name, &user)).await?;
             tx.commit().await?;
             println!("set {name} ({}) for {user}", target.scope());
         }
@@ -461,22 +446,7 @@ async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
             let name = EnvVarName::parse(&name)?;
             let target = target_of(session)?;
             secrets::delete_value(&mut tx, &owner.id, &target, &name).await?;
-            let session = match &target {
-                Target::Session(id) => Some(id),
-                Target::Global => None,
-            };
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "env.delete",
-                    session,
-                    names: Some(name.to_string()),
-                    scope: Some(target.scope()),
-                    detail: Some(format!("owner={user}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
+            operator_audit(&mut tx, env_entry("env.delete", &target, &name, &user)).await?;
             tx.commit().await?;
             println!("deleted {name} ({}) of {user}", target.scope());
         }
@@ -581,17 +551,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
                     staged.display()
                 )
             })?;
-            let mut tx = data.db.begin_write().await?;
-            let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "keys.rekey",
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
+            let count = rewrap_all(data, &new).await?;
             std::fs::rename(&staged, path)
                 .context("the keyring was rewrapped but the key file could not be renamed")?;
             println!(
@@ -600,17 +560,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
             );
         }
         MasterKeySource::Env => {
-            let mut tx = data.db.begin_write().await?;
-            let count = rewrap_keyring(&mut tx, &data.master, &new).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "keys.rekey",
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
+            let count = rewrap_all(data, &new).await?;
             println!(
                 "rewrapped {count} data key(s). Set WIDGETD_MASTER_KEY to the new key before the next start:"
             );
@@ -620,6 +570,23 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Rewraps every data key under `new` in one audited transaction.
+async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
+    let mut tx = data.db.begin_write().await?;
+    let count = rewrap_keyring(&mut tx, &data.master, new).await?;
+    operator_audit(
+        &mut tx,
+        Entry {
+            action: "keys.rekey",
+            detail: Some(format!("keys={count}")),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(count)
 }
 
 async fn backup(dir: &Path, target: &Path) -> anyhow::Result<()> {
@@ -697,4 +664,21 @@ async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
 async fn operator_audit(conn: &mut sqlx::SqliteConnection, entry: Entry<'_>) -> anyhow::Result<()> {
     audit::append(conn, &Actor::Operator, &ClientAddr::default(), entry).await?;
     Ok(())
+}
+
+/// The audit entry of an operator's change to a user's vault.
+fn env_entry<'a>(
+    action: &'static str,
+    target: &'a Target,
+    name: &EnvVarName,
+    owner: &str,
+) -> Entry<'a> {
+    Entry {
+        action,
+        session: target.session(),
+        names: Some(name.to_string()),
+        scope: Some(target.scope()),
+        detail: Some(format!("owner={owner}")),
+        ..Default::default()
+    }
 }

@@ -150,13 +150,9 @@ pub async fn audit_env(
     target: &Target,
     name: &EnvVarName,
 ) -> AppResult<()> {
-    let session = match target {
-        Target::Global => None,
-        Target::Session(id) => Some(id),
-    };
     let entry = Entry {
         action,
-        session,
+        session: target.session(),
         names: Some(name.to_string()),
         scope: Some(target.scope()),
         ..Default::default()

@@ -33,7 +33,8 @@ pub enum Target {
 }
 
 impl Target {
-    fn session(&self) -> Option<&SessionId> {
+    /// The session of a session-scoped target.
+    pub fn session(&self) -> Option<&SessionId> {
         match self {
             Self::Global => None,
             Self::Session(id) => Some(id),

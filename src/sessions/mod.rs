@@ -199,7 +199,9 @@ pub async fn update_sharing(
         }
         resolved.push((user.id, *access));
     }
-    let others_can = others_can.unwrap_or(session.others_can);
+    // Read again inside the transaction: a concurrent change is not undone.
+    let current = get_session(&mut tx, &session.id).await?.others_can;
+    let others_can = others_can.unwrap_or(current);
     set_sharing(&mut tx, &session.id, others_can, &resolved).await?;
     let mut detail = format!("others_can={}", others_can.as_str());
     for (name, access) in grants {

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 
-use super::pages::PageError;
+use super::pages::{PageError, read_form};
 use super::{CurrentUser, check_csrf};
 use crate::audit::{self, Actor, AuditRow, ClientAddr, Entry};
 use crate::auth::{self, Role, User, passwords};
@@ -88,7 +88,7 @@ struct UserForm {
 }
 
 fn parse_role(role: Option<&str>) -> AppResult<Role> {
-    match role.unwrap_or("member") {
+    match role.unwrap_or_default() {
         "admin" => Ok(Role::Admin),
         "member" => Ok(Role::Member),
         _ => Err(AppError::invalid(
@@ -109,10 +109,7 @@ pub async fn change_user_form(
     body: Bytes,
 ) -> PageResult {
     require_admin(&admin)?;
-    let form: UserForm = serde_urlencoded::from_bytes(&body).map_err(|_| AppError::BadRequest {
-        code: "invalid_form",
-        message: "the form could not be read".into(),
-    })?;
+    let form: UserForm = read_form(&body)?;
     check_csrf(&state, &headers, &admin, form.csrf_token.as_deref())?;
     let name = form.name.unwrap_or_default();
     let changed = async {
@@ -122,7 +119,7 @@ pub async fn change_user_form(
             "add" => {
                 let password = passwords::generate();
                 shown = Some(password.expose_secret().to_owned());
-                let role = parse_role(form.role.as_deref())?;
+                let role = parse_role(form.role.as_deref().or(Some("member")))?;
                 auth::create_user(&mut tx, &name, role, password).await?;
                 format!(
                     "user={name}; role={}",

@@ -162,7 +162,8 @@ struct NewSessionForm {
     title: Option<String>,
 }
 
-fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
+/// A urlencoded form body, refused without quoting it.
+pub(super) fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
     serde_urlencoded::from_bytes(body).map_err(|_| AppError::BadRequest {
         code: "invalid_form",
         message: "the form could not be read; reload the page and try again".into(),

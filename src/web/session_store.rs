@@ -46,6 +46,9 @@ fn expiry_ms(record: &Record) -> i64 {
 #[async_trait]
 impl SessionStore for SqliteSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        if record.data.is_empty() {
+            return Ok(());
+        }
         let data = serde_json::to_string(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         // 128 random bits collide in theory only; retry on the unique key anyway.
@@ -67,6 +70,11 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
+        // Only signed-in sessions are kept: a stranger's cookie, real or
+        // made up, must not make us write a row per request.
+        if record.data.is_empty() {
+            return Ok(());
+        }
         let data = serde_json::to_string(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         sqlx::query(

@@ -268,6 +268,16 @@ async fn after_resolution(
     Ok(())
 }
 
+/// The parameters a widget was created with.
+fn stored_params(widget: &WidgetRow) -> AppResult<EnvVarsParams> {
+    serde_json::from_str(&widget.params).map_err(|e| {
+        AppError::Internal(anyhow::anyhow!(
+            "widget {} has unreadable params: {e}",
+            widget.id
+        ))
+    })
+}
+
 /// A pending widget of a session `user` may answer, with its session and
 /// parameters, inside the caller's transaction.
 async fn answerable(
@@ -290,8 +300,7 @@ async fn answerable(
     if widget.expires_at <= clock::now_ms() {
         return Err(not_pending(WidgetStatus::Expired));
     }
-    let params: EnvVarsParams = serde_json::from_str(&widget.params)
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+    let params = stored_params(&widget)?;
     Ok((widget, session, params))
 }
 
@@ -417,8 +426,7 @@ pub async fn expire_due(state: &AppState) -> AppResult<usize> {
         };
         let mut sessions = Vec::new();
         for widget in &due {
-            let params: EnvVarsParams = serde_json::from_str(&widget.params)
-                .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+            let params = stored_params(widget)?;
             let result = json!({ "names": params.names });
             transition(
                 &mut tx,
@@ -451,8 +459,7 @@ pub async fn archive_session(
     sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {
-        let params: EnvVarsParams = serde_json::from_str(&widget.params)
-            .map_err(|e| AppError::Internal(anyhow::anyhow!("stored params: {e}")))?;
+        let params = stored_params(widget)?;
         let result = json!({ "names": params.names });
         transition(
             &mut tx,
