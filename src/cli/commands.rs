@@ -632,18 +632,24 @@ async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 for r in rows {
-                    let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+                    // Escaped: no stored text can start a line of its own
+                    // and pass for another row.
+                    let field = |v: &Option<String>| {
+                        v.as_deref()
+                            .map_or("-".into(), |t| t.escape_default().to_string())
+                    };
                     println!(
-                        "{:>6} {} {:<24} {:<22} session={} widget={} names={} scope={} from={}",
+                        "{:>6} {} {:<24} {:<22} session={} widget={} names={} scope={} from={} detail={}",
                         r.id,
                         clock::rfc3339(r.at),
-                        r.action,
-                        r.actor,
+                        r.action.escape_default(),
+                        r.actor.escape_default(),
                         field(&r.session_id),
                         field(&r.widget_id),
                         field(&r.names),
                         field(&r.scope),
-                        field(&r.client_addr)
+                        field(&r.client_addr),
+                        field(&r.detail)
                     );
                 }
             }
