@@ -48,6 +48,31 @@ pub fn env_vars_prompt(
     }
 }
 
+/// The resume prompt of a question widget that reached `status`. The
+/// answers (not secrets) go back as JSON keyed by question text.
+pub fn ask_prompt(tag: &str, status: WidgetStatus, answers: &serde_json::Value) -> String {
+    let retry = "Do not ask again immediately — decide how to proceed, or move on to other work.";
+    match status {
+        WidgetStatus::Submitted | WidgetStatus::AlreadyPresent => {
+            format!("{tag} User answered: {answers}")
+        }
+        WidgetStatus::Dismissed => {
+            format!("{tag} User dismissed your question without answering. {retry}")
+        }
+        WidgetStatus::Expired => {
+            format!(
+                "{tag} Your question expired before the user answered; no answer was given. {retry}"
+            )
+        }
+        WidgetStatus::Cancelled => {
+            format!(
+                "{tag} Your question was cancelled because the session was archived; no answer was given."
+            )
+        }
+        WidgetStatus::Pending => unreachable!("pending widgets have no resume prompt"),
+    }
+}
+
 /// A queued prompt as the agent host receives it.
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct Prompt {

@@ -8,6 +8,7 @@
 //! leaves either the old state or the whole new one.
 
 pub mod api;
+mod ask;
 mod env_vars;
 mod store;
 
@@ -17,6 +18,9 @@ use sqlx::SqliteConnection;
 use tracing::instrument;
 
 pub use crate::ids::WidgetId;
+pub use ask::{
+    ASK, ASK_USER, AskInput, AskOption, AskParams, AskUserInput, Question, SimpleKind, check_wait,
+};
 pub use env_vars::{
     EnvVarsParams, RequestEnvVarsInput, ScopeChoice, Submission, SubmissionJson, USE_SAVED_FIELD,
     VALUE_FIELD, VariableMeta,
@@ -56,6 +60,41 @@ impl WidgetStatus {
             Self::Expired => "expired",
             Self::Cancelled => "cancelled",
             Self::AlreadyPresent => "already_present",
+        }
+    }
+}
+
+/// The parameters of a widget of any kind this version knows.
+#[derive(Debug, Clone)]
+pub enum Params {
+    EnvVars(EnvVarsParams),
+    Ask(AskParams),
+}
+
+impl Params {
+    /// Env var names, comma-joined, for the audit log.
+    fn audit_names(&self) -> Option<String> {
+        match self {
+            Self::EnvVars(p) => Some(p.name_strs().join(",")),
+            Self::Ask(_) => None,
+        }
+    }
+
+    /// The resume prompt once the widget reached `to` with `result`.
+    fn prompt(&self, tag: &str, to: WidgetStatus, result: &Value) -> String {
+        match self {
+            Self::EnvVars(p) => {
+                prompts::env_vars_prompt(tag, to, &p.name_strs(), result["scope"].as_str())
+            }
+            Self::Ask(_) => prompts::ask_prompt(tag, to, &result["answers"]),
+        }
+    }
+
+    /// The result of a widget that ended without an answer.
+    fn unanswered_result(&self) -> Value {
+        match self {
+            Self::EnvVars(p) => json!({ "names": p.names }),
+            Self::Ask(_) => json!({}),
         }
     }
 }
@@ -181,6 +220,7 @@ pub async fn request_env_vars(
     audit::append(&mut tx, cause.actor, cause.client, entry).await?;
     if all_present {
         let result = json!({ "names": params.names });
+        let params = Params::EnvVars(params.clone());
         after_resolution(
             &mut tx,
             state,
@@ -188,7 +228,6 @@ pub async fn request_env_vars(
             &params,
             WidgetStatus::AlreadyPresent,
             &result,
-            None,
             &cause,
         )
         .await?;
@@ -209,7 +248,7 @@ async fn transition(
     tx: &mut SqliteConnection,
     state: &AppState,
     widget: &WidgetRow,
-    params: &EnvVarsParams,
+    params: &Params,
     to: WidgetStatus,
     result: &Value,
     by: Option<&UserId>,
@@ -219,32 +258,19 @@ async fn transition(
         let current = get_widget(tx, &widget.id).await?.status;
         return Err(not_pending(current));
     }
-    after_resolution(
-        tx,
-        state,
-        widget,
-        params,
-        to,
-        result,
-        result["scope"].as_str(),
-        cause,
-    )
-    .await
+    after_resolution(tx, state, widget, params, to, result, cause).await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn after_resolution(
     tx: &mut SqliteConnection,
     state: &AppState,
     widget: &WidgetRow,
-    params: &EnvVarsParams,
+    params: &Params,
     to: WidgetStatus,
     result: &Value,
-    scope: Option<&str>,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
-    let names = params.name_strs();
-    let text = prompts::env_vars_prompt(&state.settings.prompt_tag, to, &names, scope);
+    let text = params.prompt(&state.settings.prompt_tag, to, result);
     prompts::queue(tx, &widget.session_id, &widget.id, &text).await?;
     let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
     events::record(tx, &widget.session_id, "widget:resolved", &resolved).await?;
@@ -260,22 +286,41 @@ async fn after_resolution(
         action,
         session: Some(&widget.session_id),
         widget: Some(widget.id.as_str()),
-        names: Some(names.join(",")),
-        scope,
+        names: params.audit_names(),
+        scope: result["scope"].as_str(),
         ..Default::default()
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     Ok(())
 }
 
+fn wrong_kind(widget: &WidgetRow) -> AppError {
+    AppError::invalid(
+        "wrong_kind",
+        format!("this answer does not fit a `{}` widget", widget.kind),
+    )
+}
+
 /// The parameters a widget was created with.
-fn stored_params(widget: &WidgetRow) -> AppResult<EnvVarsParams> {
-    serde_json::from_str(&widget.params).map_err(|e| {
+fn stored_params(widget: &WidgetRow) -> AppResult<Params> {
+    let unreadable = |e: serde_json::Error| {
         AppError::Internal(anyhow::anyhow!(
             "widget {} has unreadable params: {e}",
             widget.id
         ))
-    })
+    };
+    match widget.kind.as_str() {
+        ENV_VARS => serde_json::from_str(&widget.params)
+            .map(Params::EnvVars)
+            .map_err(unreadable),
+        ASK_USER | ASK => serde_json::from_str(&widget.params)
+            .map(Params::Ask)
+            .map_err(unreadable),
+        other => Err(AppError::Conflict {
+            code: "unsupported_widget",
+            message: format!("this version of widgetd cannot handle `{other}` widgets"),
+        }),
+    }
 }
 
 /// A pending widget of a session `user` may answer, with its session and
@@ -284,7 +329,7 @@ async fn answerable(
     tx: &mut SqliteConnection,
     id: &WidgetId,
     user: &UserId,
-) -> AppResult<(WidgetRow, Session, EnvVarsParams)> {
+) -> AppResult<(WidgetRow, Session, Params)> {
     let widget = get_widget(tx, id).await?;
     let session = sessions::get_session(tx, &widget.session_id).await?;
     access::check(tx, Caller::Person(user), &session, Need::Answer)
@@ -315,8 +360,11 @@ pub async fn submit_env_vars(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session, params) = answerable(&mut tx, id, user).await?;
-    submission.check_names(&params)?;
+    let (widget, session, any) = answerable(&mut tx, id, user).await?;
+    let Params::EnvVars(params) = &any else {
+        return Err(wrong_kind(&widget));
+    };
+    submission.check_names(params)?;
     for name in &submission.use_saved {
         if !secrets::has_global(&mut tx, &session.creator_id, name).await? {
             return Err(AppError::invalid(
@@ -342,7 +390,7 @@ pub async fn submit_env_vars(
         &mut tx,
         state,
         &widget,
-        &params,
+        &any,
         WidgetStatus::Submitted,
         &result,
         Some(user),
@@ -388,7 +436,8 @@ pub async fn dismiss_widget(
     let mut tx = state.db.begin_write().await?;
     let (widget, session, params) = answerable(&mut tx, id, user).await?;
     let by = store::user_name(&mut tx, user).await?;
-    let result = json!({ "names": params.names, "dismissed_by": by });
+    let mut result = params.unanswered_result();
+    result["dismissed_by"] = json!(by);
     let actor = Actor::User(user.clone());
     let cause = Cause {
         actor: &actor,
@@ -427,7 +476,7 @@ pub async fn expire_due(state: &AppState) -> AppResult<usize> {
         let mut sessions = Vec::new();
         for widget in &due {
             let params = stored_params(widget)?;
-            let result = json!({ "names": params.names });
+            let result = params.unanswered_result();
             transition(
                 &mut tx,
                 state,
@@ -460,7 +509,7 @@ pub async fn archive_session(
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {
         let params = stored_params(widget)?;
-        let result = json!({ "names": params.names });
+        let result = params.unanswered_result();
         transition(
             &mut tx,
             state,
