@@ -3,6 +3,21 @@
 // it only saves a reload. No values ever travel through the stream.
 "use strict";
 
+// Question forms: "Send answer" stays disabled until every question has a
+// choice or a typed answer. The server checks the same rule.
+function updateChoiceForms(root) {
+  for (const form of root.querySelectorAll("form.needs-choice")) {
+    const answered = [...form.querySelectorAll("fieldset.question")].every((set) =>
+      [...set.querySelectorAll("input, select")].some((el) =>
+        (el.type === "radio" || el.type === "checkbox") ? el.checked : el.type !== "hidden" && el.value.trim() !== ""));
+    const send = form.querySelector("button[type=submit]:not([form])");
+    if (send) send.disabled = !answered;
+  }
+}
+document.addEventListener("input", () => updateChoiceForms(document));
+document.addEventListener("change", () => updateChoiceForms(document));
+document.addEventListener("DOMContentLoaded", () => updateChoiceForms(document));
+
 (function () {
   const transcript = document.getElementById("transcript");
   if (!transcript || !window.EventSource) return;
@@ -22,6 +37,7 @@
       // Only a change of state replaces a card: never wipe what someone is typing.
       current.replaceWith(card);
     }
+    updateChoiceForms(transcript);
   }
 
   function addMessage(data) {

@@ -54,6 +54,24 @@ impl AgentTools {
         Ok(json!({ "widget_id": created.widget_id, "status": created.status }))
     }
 
+    async fn question(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        kind: &'static str,
+        params: AppResult<widgets::AskParams>,
+        wait: Option<u64>,
+    ) -> AppResult<Value> {
+        let params = params?;
+        let wait = widgets::check_wait(wait)?;
+        let agent = caller(ctx)?;
+        let actor = Actor::Agent(agent.session_id.clone());
+        let cause = Cause {
+            actor: &actor,
+            client: &agent.client,
+        };
+        widgets::ask_and_wait(&self.state, &agent.session_id, kind, params, wait, cause).await
+    }
+
     async fn widget_status(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -93,6 +111,46 @@ impl AgentTools {
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
         respond(self.create_env_vars_widget(&ctx, input).await)
+    }
+
+    /// Ask the user 1 to 4 multiple-choice questions, shown as a form in the
+    /// transcript. Each question has a short header chip, 2 to 4 options
+    /// (label, description, optional markdown preview) and may allow several
+    /// choices; the user can always type an "Other" answer instead. Answers
+    /// come back keyed by question text (several choices comma-joined).
+    /// By default this returns `{widget_id, status: "pending"}` at once: END
+    /// YOUR TURN and the answers arrive as your next message. With
+    /// `wait_seconds` (at most 300) it waits and returns the answers; if the
+    /// time runs out it returns `pending` and the answers still arrive as a
+    /// message later. There is never a default answer on timeout.
+    #[tool]
+    async fn ask_user(
+        &self,
+        Parameters(input): Parameters<widgets::AskUserInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let params = widgets::AskParams::parse(&input);
+        respond(
+            self.question(&ctx, widgets::ASK_USER, params, input.wait_seconds)
+                .await,
+        )
+    }
+
+    /// Ask the user one simple question: `confirm` (Yes / No by default),
+    /// `buttons`, `select`, `radio` or `checkbox` (several choices,
+    /// comma-joined), with an optional preselected `default`. Returns and
+    /// waits exactly like `ask_user`.
+    #[tool]
+    async fn ask(
+        &self,
+        Parameters(input): Parameters<widgets::AskInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let params = widgets::AskParams::parse_simple(&input);
+        respond(
+            self.question(&ctx, widgets::ASK, params, input.wait_seconds)
+                .await,
+        )
     }
 
     /// The current state of a widget you created in this session: its

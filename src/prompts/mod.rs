@@ -133,6 +133,21 @@ pub async fn ack(
     Ok(done.rows_affected() == 1)
 }
 
+/// Marks the prompt of `widget` delivered (it went back to a waiting call).
+pub async fn ack_widget(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    widget: &WidgetId,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE prompts SET acked_at = coalesce(acked_at, ?) WHERE session_id = ? AND widget_id = ?")
+        .bind(clock::now_ms())
+        .bind(session)
+        .bind(widget)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

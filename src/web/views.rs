@@ -8,7 +8,10 @@ use serde_json::Value;
 use super::markdown;
 use crate::clock;
 use crate::transcript::Message;
-use crate::widgets::{ENV_VARS, EnvVarsParams, ScopeChoice, WidgetRow, WidgetStatus};
+use crate::widgets::{
+    ASK, ASK_USER, AskParams, ENV_VARS, EnvVarsParams, ScopeChoice, SimpleKind, WidgetRow,
+    WidgetStatus,
+};
 
 /// One input of an env_vars form.
 pub struct NameField {
@@ -38,6 +41,38 @@ pub struct EnvVarsCard {
     pub global_default: bool,
 }
 
+/// One choice of a question as shown.
+pub struct OptionView {
+    pub label: String,
+    pub description: Option<String>,
+    pub preview_html: Option<String>,
+    pub input_id: String,
+    pub checked: bool,
+}
+
+/// One question as shown.
+pub struct QuestionView {
+    pub index: usize,
+    pub question: String,
+    pub header: String,
+    pub multi: bool,
+    pub options: Vec<OptionView>,
+    pub other_id: String,
+}
+
+/// A question widget (`ask_user`, or a simple `ask`) as shown.
+pub struct AskCard {
+    pub questions: Vec<QuestionView>,
+    /// Answered by clicking one of the option buttons.
+    pub buttons: bool,
+    /// Answered with a drop-down list.
+    pub select: bool,
+    /// A free-text "Other" answer is offered (`ask_user`).
+    pub other: bool,
+    /// Question and answer, once answered.
+    pub answers: Vec<(String, String)>,
+}
+
 /// A refused answer, shown in the widget's form.
 pub struct FormError {
     pub code: String,
@@ -49,8 +84,10 @@ pub struct WidgetCard {
     pub id: String,
     pub kind: String,
     pub status: &'static str,
-    /// `None` for a kind this version cannot show.
+    /// `None` for another kind.
     pub env: Option<EnvVarsCard>,
+    /// `None` for another kind.
+    pub ask: Option<AskCard>,
     pub badge: Option<Badge>,
     pub form_error: Option<FormError>,
 }
@@ -90,24 +127,33 @@ fn badge(widget: &WidgetRow) -> Option<Badge> {
         .unwrap_or(Value::Null);
     let names = names_of(&result);
     let when = widget.resolved_at.map(clock::rfc3339).unwrap_or_default();
+    let who = |key: &str| result[key].as_str().unwrap_or("someone").to_owned();
+    // Questions have no names; env var requests say which.
+    let what = if names.is_empty() {
+        "Question".to_owned()
+    } else {
+        format!("Request for {names}")
+    };
     let (class, icon, text) = match widget.status {
         WidgetStatus::Pending => return None,
+        WidgetStatus::Submitted if result.get("answers").is_some() => (
+            "submitted",
+            "✅",
+            format!("Answered by {} at {when}", who("answered_by")),
+        ),
         WidgetStatus::Submitted => (
             "submitted",
             "✅",
             format!(
                 "{names} saved (scope: {}) by {} at {when}",
                 result["scope"].as_str().unwrap_or("session"),
-                result["submitted_by"].as_str().unwrap_or("someone")
+                who("submitted_by")
             ),
         ),
         WidgetStatus::Dismissed => (
             "dismissed",
             "⊘",
-            format!(
-                "Request for {names} dismissed by {} at {when}",
-                result["dismissed_by"].as_str().unwrap_or("someone")
-            ),
+            format!("{what} dismissed by {} at {when}", who("dismissed_by")),
         ),
         WidgetStatus::AlreadyPresent => (
             "already-present",
@@ -117,15 +163,66 @@ fn badge(widget: &WidgetRow) -> Option<Badge> {
         WidgetStatus::Expired => (
             "expired",
             "⌛",
-            format!("Request for {names} expired at {when}; no value was given"),
+            format!("{what} expired at {when}; nothing was given"),
         ),
         WidgetStatus::Cancelled => (
             "cancelled",
             "✕",
-            format!("Request for {names} cancelled (session archived); no value was given"),
+            format!("{what} cancelled (session archived); nothing was given"),
         ),
     };
     Some(Badge { class, icon, text })
+}
+
+fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
+    let params: AskParams = serde_json::from_str(&widget.params).ok()?;
+    let result: Value = widget
+        .result
+        .as_deref()
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or(Value::Null);
+    let answers = result["answers"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(q, a)| (q.clone(), a.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let questions = params
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(index, q)| QuestionView {
+            index,
+            question: q.question.clone(),
+            header: q.header.clone(),
+            multi: q.multi_select,
+            options: q
+                .options
+                .iter()
+                .enumerate()
+                .map(|(n, o)| OptionView {
+                    label: o.label.clone(),
+                    description: o.description.clone(),
+                    preview_html: o.preview_markdown.as_deref().map(markdown::render),
+                    input_id: format!("w-{}-q{index}-o{n}", widget.id),
+                    checked: params.default.as_deref() == Some(o.label.as_str()),
+                })
+                .collect(),
+            other_id: format!("w-{}-q{index}-other", widget.id),
+        })
+        .collect();
+    Some(AskCard {
+        questions,
+        buttons: matches!(
+            params.simple,
+            Some(SimpleKind::Buttons | SimpleKind::Confirm)
+        ),
+        select: params.simple == Some(SimpleKind::Select),
+        other: params.simple.is_none(),
+        answers,
+    })
 }
 
 fn env_card(
@@ -182,11 +279,15 @@ pub fn widget_card(
     let env = (widget.kind == ENV_VARS)
         .then(|| env_card(widget, saved_globals, message))
         .flatten();
+    let ask = (widget.kind == ASK_USER || widget.kind == ASK)
+        .then(|| ask_card(widget))
+        .flatten();
     WidgetCard {
         id: widget.id.to_string(),
         kind: widget.kind.clone(),
         status: widget.status.as_str(),
         env,
+        ask,
         badge: badge(widget),
         form_error: error.map(|e| FormError {
             code: e.code.clone(),

@@ -7,12 +7,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::{
-    Cause, Created, RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView,
-    archive_session, dismiss_widget, get_widget, request_env_vars, submit_env_vars,
+    ASK, ASK_USER, AskInput, AskParams, AskUserInput, Cause, Created, ENV_VARS,
+    RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView, archive_session,
+    ask_and_wait, check_wait, dismiss_widget, get_widget, request_env_vars, submit_answers,
+    submit_env_vars,
 };
 use crate::AppState;
 use crate::access::{self, Need};
@@ -28,6 +30,11 @@ pub fn router() -> Router<AppState> {
             "/api/v1/sessions/{id}/widgets/env-vars",
             post(create_env_vars_widget),
         )
+        .route(
+            "/api/v1/sessions/{id}/widgets/ask-user",
+            post(create_ask_user_widget),
+        )
+        .route("/api/v1/sessions/{id}/widgets/ask", post(create_ask_widget))
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/widgets/{id}", get(read_widget))
         .route("/widgets/{id}/submit", post(submit_widget))
@@ -61,6 +68,46 @@ async fn create_env_vars_widget(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// `POST /api/v1/sessions/{id}/widgets/ask-user`: the REST twin of `ask_user`.
+async fn create_ask_user_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<AskUserInput>,
+) -> AppResult<(StatusCode, Json<Value>)> {
+    let params = AskParams::parse(&input)?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let actor = actor_of(&principal);
+    let cause = Cause {
+        actor: &actor,
+        client: &client,
+    };
+    let wait = check_wait(input.wait_seconds)?;
+    let answer = ask_and_wait(&state, &session.id, ASK_USER, params, wait, cause).await?;
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+/// `POST /api/v1/sessions/{id}/widgets/ask`: the REST twin of `ask`.
+async fn create_ask_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<AskInput>,
+) -> AppResult<(StatusCode, Json<Value>)> {
+    let params = AskParams::parse_simple(&input)?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let actor = actor_of(&principal);
+    let cause = Cause {
+        actor: &actor,
+        client: &client,
+    };
+    let wait = check_wait(input.wait_seconds)?;
+    let answer = ask_and_wait(&state, &session.id, ASK, params, wait, cause).await?;
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 /// `GET /api/v1/widgets/{id}`: the sanitized state, to the widget's agent
@@ -168,30 +215,72 @@ async fn submit_widget(
     body: Bytes,
 ) -> AppResult<Response> {
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
-    if !is_form(&headers) {
-        check_csrf(&state, &headers, &user, None)?;
-        let submission = Submission::from_json(parse_json::<SubmissionJson>(&body)?)?;
-        let view = submit_env_vars(&state, &id, &user.id, submission, &client).await?;
-        return Ok(answered(false, view));
-    }
-    let (fields, csrf) = form_fields(&body)?;
+    let form = is_form(&headers);
+    let (fields, csrf) = if form {
+        form_fields(&body)?
+    } else {
+        (Vec::new(), None)
+    };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
+    let kind = get_widget(&mut *state.db.read.acquire().await?, &id)
+        .await?
+        .kind;
     let answer = async {
-        submit_env_vars(
-            &state,
-            &id,
-            &user.id,
-            Submission::from_form(fields)?,
-            &client,
-        )
-        .await
+        match kind.as_str() {
+            ENV_VARS => {
+                let submission = if form {
+                    Submission::from_form(fields)?
+                } else {
+                    Submission::from_json(parse_json::<SubmissionJson>(&body)?)?
+                };
+                submit_env_vars(&state, &id, &user.id, submission, &client).await
+            }
+            ASK_USER | ASK => {
+                // Answers are not secrets: they go back to the agent.
+                let plain = if form {
+                    fields
+                        .into_iter()
+                        .map(|(k, v)| (k, v.expose_secret().to_owned()))
+                        .collect()
+                } else {
+                    json_fields(&body)?
+                };
+                submit_answers(&state, &id, &user.id, &plain, &client).await
+            }
+            other => Err(AppError::invalid(
+                "unsupported_widget",
+                format!("`{other}` widgets cannot be answered here"),
+            )),
+        }
     };
     match answer.await {
-        Ok(view) => Ok(answered(true, view)),
+        Ok(view) => Ok(answered(form, view)),
         // The person sees the form again with the reason beside it.
-        Err(err) if refusal(&err) => Ok(pages::answer_refused(&state, &user, &id, err).await),
+        Err(err) if form && refusal(&err) => {
+            Ok(pages::answer_refused(&state, &user, &id, err).await)
+        }
         Err(err) => Err(err),
     }
+}
+
+/// A JSON answer uses the form's field names: `{"answer.0": "Postgres",
+/// "answer.1": ["EU", "US"], "other.2": "…"}`.
+fn json_fields(body: &[u8]) -> AppResult<Vec<(String, String)>> {
+    let map: std::collections::BTreeMap<String, StringOrMany> = parse_json(body)?;
+    Ok(map
+        .into_iter()
+        .flat_map(|(k, v)| match v {
+            StringOrMany::One(v) => vec![(k, v)],
+            StringOrMany::Many(vs) => vs.into_iter().map(|v| (k.clone(), v)).collect(),
+        })
+        .collect())
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum StringOrMany {
+    One(String),
+    Many(Vec<String>),
 }
 
 /// `POST /widgets/{id}/dismiss`.

@@ -173,6 +173,63 @@ fn live(session: Session) -> AppResult<Session> {
     }
 }
 
+/// A new widget row for `session`: pending, or born terminal with `result`.
+fn new_row(
+    state: &AppState,
+    session: &Session,
+    kind: &str,
+    params: String,
+    born: Option<(WidgetStatus, &Value)>,
+) -> WidgetRow {
+    let now = clock::now_ms();
+    WidgetRow {
+        id: WidgetId::generate(),
+        session_id: session.id.clone(),
+        kind: kind.to_owned(),
+        params,
+        status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
+        result: born.map(|(_, result)| result.to_string()),
+        created_at: now,
+        expires_at: now + state.settings.widget_ttl_ms,
+        resolved_at: born.map(|_| now),
+        resolved_by: None,
+    }
+}
+
+/// Writes a new widget with its transcript message, `widget:created` event
+/// and audit row; a widget born terminal also gets its prompt at once.
+async fn insert_widget(
+    tx: &mut SqliteConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    params: &Params,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    store::insert(tx, widget).await?;
+    let mut created =
+        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
+    if let Params::EnvVars(p) = params {
+        created["names"] = json!(p.names);
+    }
+    events::record(tx, &widget.session_id, "widget:created", &created).await?;
+    let entry = Entry {
+        action: "widget.create",
+        session: Some(&widget.session_id),
+        widget: Some(widget.id.as_str()),
+        names: params.audit_names(),
+        detail: Some(format!("kind={}", widget.kind)),
+        ..Default::default()
+    };
+    audit::append(tx, cause.actor, cause.client, entry).await?;
+    if widget.status != WidgetStatus::Pending {
+        let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
+            serde_json::from_str(r).unwrap_or(Value::Null)
+        });
+        after_resolution(tx, state, widget, params, widget.status, &result, cause).await?;
+    }
+    Ok(())
+}
+
 /// Creates an `env_vars` widget in `session`. Returns within one
 /// transaction; `already_present` when every name already resolves in the
 /// session's effective env (its resume prompt is queued at once).
@@ -188,56 +245,138 @@ pub async fn request_env_vars(
     let session = live(sessions::get_session(&mut tx, session_id).await?)?;
     let present = secrets::effective_names(&mut tx, &session.creator_id, &session.id).await?;
     let all_present = params.names.iter().all(|n| present.contains(n.as_str()));
-    let now = clock::now_ms();
-    let names = params.name_strs().join(",");
-    let mut widget = WidgetRow {
-        id: WidgetId::generate(),
-        session_id: session.id.clone(),
-        kind: ENV_VARS.into(),
-        params: serde_json::to_string(&params).expect("params serialize"),
-        status: WidgetStatus::Pending,
-        result: None,
-        created_at: now,
-        expires_at: now + state.settings.widget_ttl_ms,
-        resolved_at: None,
-        resolved_by: None,
-    };
-    if all_present {
-        widget.status = WidgetStatus::AlreadyPresent;
-        widget.result = Some(json!({ "names": params.names }).to_string());
-        widget.resolved_at = Some(now);
-    }
-    store::insert(&mut tx, &widget).await?;
-    let created = json!({ "widget_id": widget.id, "kind": ENV_VARS, "status": widget.status, "names": params.names });
-    events::record(&mut tx, &session.id, "widget:created", &created).await?;
-    let entry = Entry {
-        action: "widget.create",
-        session: Some(&session.id),
-        widget: Some(widget.id.as_str()),
-        names: Some(names),
-        ..Default::default()
-    };
-    audit::append(&mut tx, cause.actor, cause.client, entry).await?;
-    if all_present {
-        let result = json!({ "names": params.names });
-        let params = Params::EnvVars(params.clone());
-        after_resolution(
-            &mut tx,
-            state,
-            &widget,
-            &params,
-            WidgetStatus::AlreadyPresent,
-            &result,
-            &cause,
-        )
-        .await?;
-    }
+    let result = json!({ "names": params.names });
+    let born = all_present.then_some((WidgetStatus::AlreadyPresent, &result));
+    let stored = serde_json::to_string(&params).expect("params serialize");
+    let widget = new_row(state, &session, ENV_VARS, stored, born);
+    insert_widget(&mut tx, state, &widget, &Params::EnvVars(params), &cause).await?;
     tx.commit().await?;
     state.hub.publish(&session.id);
     Ok(Created {
         widget_id: widget.id,
         status: widget.status,
     })
+}
+
+/// Creates a question widget (`ask_user`, or a simple `ask` widget).
+#[instrument(skip_all)]
+pub async fn request_question(
+    state: &AppState,
+    session_id: &SessionId,
+    kind: &'static str,
+    params: AskParams,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    let mut tx = state.db.begin_write().await?;
+    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let stored = serde_json::to_string(&params).expect("params serialize");
+    let widget = new_row(state, &session, kind, stored, None);
+    insert_widget(&mut tx, state, &widget, &Params::Ask(params), &cause).await?;
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    })
+}
+
+/// A person answers a question widget; the answers go back to the agent in
+/// the resume prompt.
+#[instrument(skip_all)]
+pub async fn submit_answers(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    fields: &[(String, String)],
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let mut tx = state.db.begin_write().await?;
+    let (widget, session, any) = answerable(&mut tx, id, user).await?;
+    let Params::Ask(params) = &any else {
+        return Err(wrong_kind(&widget));
+    };
+    let answers = params.answers(fields)?;
+    let by = store::user_name(&mut tx, user).await?;
+    let result = AskParams::result(&answers, &by);
+    let actor = Actor::User(user.clone());
+    let cause = Cause {
+        actor: &actor,
+        client,
+    };
+    transition(
+        &mut tx,
+        state,
+        &widget,
+        &any,
+        WidgetStatus::Submitted,
+        &result,
+        Some(user),
+        &cause,
+    )
+    .await?;
+    let view = get_widget(&mut tx, id).await?.into();
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(view)
+}
+
+/// Creates a question widget and, with `wait` seconds, waits for the
+/// answer: `{widget_id, status}` at once, or with `answers` when answered
+/// in time, or `pending` with a plain message when the time ran out.
+pub async fn ask_and_wait(
+    state: &AppState,
+    session: &SessionId,
+    kind: &'static str,
+    params: AskParams,
+    wait: u64,
+    cause: Cause<'_>,
+) -> AppResult<Value> {
+    let created = request_question(state, session, kind, params, cause).await?;
+    if wait == 0 {
+        return Ok(json!({ "widget_id": created.widget_id, "status": created.status }));
+    }
+    let view = wait_for_answer(state, &created.widget_id, wait).await?;
+    Ok(match view.status {
+        WidgetStatus::Pending => json!({
+            "widget_id": view.widget_id,
+            "status": "pending",
+            "message": format!("No answer within {wait} seconds. End your turn: the answer will arrive as a queued prompt."),
+        }),
+        status => json!({
+            "widget_id": view.widget_id,
+            "status": status,
+            "answers": view.result.as_ref().map_or(Value::Null, |r| r["answers"].clone()),
+        }),
+    })
+}
+
+/// Waits up to `seconds` for `widget` to leave `pending`. When it was
+/// answered in time, its prompt has been delivered through this call and is
+/// acknowledged, so the agent host does not hand it out a second time.
+pub async fn wait_for_answer(
+    state: &AppState,
+    widget: &WidgetId,
+    seconds: u64,
+) -> AppResult<WidgetView> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut listener = state.hub.subscribe();
+    loop {
+        let row = get_widget(&mut *state.db.read.acquire().await?, widget).await?;
+        if row.status != WidgetStatus::Pending {
+            let mut tx = state.db.begin_write().await?;
+            prompts::ack_widget(&mut tx, &row.session_id, &row.id).await?;
+            tx.commit().await?;
+            return Ok(row.into());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(row.into());
+        }
+        let session = row.session_id.clone();
+        match tokio::time::timeout_at(deadline, listener.changed(&session)).await {
+            Ok(true) | Err(_) => continue,
+            Ok(false) => return Ok(row.into()),
+        }
+    }
 }
 
 /// Takes `widget` out of `pending` (the guarded update), then writes the

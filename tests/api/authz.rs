@@ -92,6 +92,18 @@ const TABLE: &[Row] = &[
         Bearer,
         ".a..c....",
     ),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/widgets/ask-user",
+        Bearer,
+        ".a..c....",
+    ),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/widgets/ask",
+        Bearer,
+        ".a..c....",
+    ),
     row("POST", "/api/v1/sessions/{id}/archive", Bearer, "....c...."),
     row(
         "POST",
@@ -265,6 +277,9 @@ fn json_for(path: &str) -> Value {
         "/api/v1/env/{name}" => json!({ "value": "own-value" }),
         "/api/v1/sessions/{id}/widgets/env-vars" => json!({ "names": ["NEW_KEY"], "reason": "r" }),
         "/api/v1/sessions/{id}/messages" => json!({ "text": "hello" }),
+        "/api/v1/sessions/{id}/widgets/ask-user" => json!({ "questions": [
+            { "question": "Which?", "header": "Pick", "options": [{ "label": "a" }, { "label": "b" }] } ] }),
+        "/api/v1/sessions/{id}/widgets/ask" => json!({ "question": "Deploy?" }),
         "/mcp" => json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "matrix", "version": "1" } } }),
         _ => json!({}),

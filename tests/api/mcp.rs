@@ -88,7 +88,7 @@ fn env_request(names: &[&str]) -> Value {
 }
 
 #[tokio::test]
-async fn tools_list_shows_the_two_tools_with_their_full_schemas() {
+async fn tools_list_shows_every_tool_with_its_full_schema() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
@@ -98,9 +98,13 @@ async fn tools_list_shows_the_two_tools_with_their_full_schemas() {
     assert_eq!(server.name, "widgetd");
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["get_widget_status", "request_env_vars"]);
+    assert_eq!(
+        names,
+        ["ask", "ask_user", "get_widget_status", "request_env_vars"]
+    );
 
-    let request = &tools[1];
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
+    let request = tool("request_env_vars");
     let schema = Value::Object((*request.input_schema).clone());
     let mut properties: Vec<&str> = schema["properties"]
         .as_object()
@@ -126,9 +130,20 @@ async fn tools_list_shows_the_two_tools_with_their_full_schemas() {
         "{description}"
     );
 
-    let status = Value::Object((*tools[0].input_schema).clone());
+    let status = Value::Object((*tool("get_widget_status").input_schema).clone());
     assert_eq!(status["required"], json!(["widget_id"]));
     assert_eq!(status["additionalProperties"], false);
+
+    let ask_user = Value::Object((*tool("ask_user").input_schema).clone());
+    assert_eq!(ask_user["required"], json!(["questions"]));
+    assert_eq!(
+        ask_user["$defs"]["Question"]["required"],
+        json!(["question", "header", "options"])
+    );
+    assert_eq!(ask_user["$defs"]["Question"]["additionalProperties"], false);
+    let ask = Value::Object((*tool("ask").input_schema).clone());
+    assert_eq!(ask["required"], json!(["question"]));
+    assert!(ask.to_string().contains("checkbox"), "{ask}");
 }
 
 #[tokio::test]
