@@ -103,7 +103,7 @@ pub struct TextEntry {
 /// One transcript entry.
 pub enum Entry {
     Text(TextEntry),
-    Widget(WidgetCard),
+    Widget(Box<WidgetCard>),
 }
 
 fn names_of(result: &Value) -> String {
@@ -310,7 +310,7 @@ pub fn entries(
         .filter_map(|m| match m.widget_id {
             Some(id) => widgets.remove(&id).map(|w| {
                 let err = error.filter(|(wid, _)| *wid == id).map(|(_, e)| e);
-                Entry::Widget(widget_card(&w, saved_globals, err))
+                Entry::Widget(Box::new(widget_card(&w, saved_globals, err)))
             }),
             None => Some(Entry::Text(TextEntry {
                 id: m.id,
