@@ -69,7 +69,42 @@ impl AgentTools {
             actor: &actor,
             client: &agent.client,
         };
-        widgets::ask_and_wait(&self.state, &agent.session_id, kind, params, wait, cause).await
+        let created =
+            widgets::request_question(&self.state, &agent.session_id, kind, params, cause).await?;
+        self.wait(ctx, created, wait).await
+    }
+
+    /// Waits for the answer unless the caller goes away first: rmcp keeps
+    /// running a handler whose client disconnected and only cancels its
+    /// token, and an answer "delivered" to nobody must stay queued.
+    async fn wait(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        created: widgets::Created,
+        wait: u64,
+    ) -> AppResult<Value> {
+        tokio::select! {
+            answer = widgets::after_waiting(&self.state, created, wait) => answer,
+            () = ctx.ct.cancelled() => Err(AppError::Internal(anyhow::anyhow!("the MCP caller went away while waiting"))),
+        }
+    }
+
+    async fn approval(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        input: widgets::approval::RequestApprovalInput,
+    ) -> AppResult<Value> {
+        let params = widgets::approval::ApprovalParams::parse(&input)?;
+        let wait = widgets::check_wait(input.wait_seconds)?;
+        let agent = caller(ctx)?;
+        let actor = Actor::Agent(agent.session_id.clone());
+        let cause = Cause {
+            actor: &actor,
+            client: &agent.client,
+        };
+        let created =
+            widgets::request_approval(&self.state, &agent.session_id, params, cause).await?;
+        self.wait(ctx, created, wait).await
     }
 
     async fn widget_status(
@@ -151,6 +186,21 @@ impl AgentTools {
             self.question(&ctx, widgets::ASK, params, input.wait_seconds)
                 .await,
         )
+    }
+
+    /// Ask the user before running a tool: they see the tool and its input
+    /// (a shell command as a command, a path as a path, else JSON) and
+    /// answer Deny (maybe with a reason), Once, or Always. "Always" approves
+    /// later identical requests at once (`already_present`) until the user
+    /// revokes it. Returns and waits like `ask_user`; without waiting, END
+    /// YOUR TURN and do not run the tool until the answer arrives.
+    #[tool]
+    async fn request_approval(
+        &self,
+        Parameters(input): Parameters<widgets::approval::RequestApprovalInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        respond(self.approval(&ctx, input).await)
     }
 
     /// The current state of a widget you created in this session: its

@@ -73,6 +73,49 @@ pub fn ask_prompt(tag: &str, status: WidgetStatus, answers: &serde_json::Value) 
     }
 }
 
+/// The resume prompt of an approval request for `tool`.
+pub fn approval_prompt(
+    tag: &str,
+    status: WidgetStatus,
+    tool: &str,
+    result: &serde_json::Value,
+) -> String {
+    let not_approved = "it was not approved. Do not run it; ask the user how to proceed.";
+    match (status, result["decision"].as_str()) {
+        (WidgetStatus::AlreadyPresent, _) => {
+            format!(
+                "{tag} {tool} is pre-approved for this exact input (always allowed). You can run it now."
+            )
+        }
+        (WidgetStatus::Submitted, Some("once")) => {
+            format!("{tag} User approved {tool} once. You can run it now.")
+        }
+        (WidgetStatus::Submitted, Some("always")) => format!(
+            "{tag} User approved {tool} for this exact input, now and in future requests. You can run it now."
+        ),
+        (WidgetStatus::Submitted, _) => match result["reason"].as_str() {
+            Some(reason) => format!(
+                "{tag} User denied {tool}. Reason: {reason}. Do not run it; ask the user how to proceed."
+            ),
+            None => {
+                format!("{tag} User denied {tool}. Do not run it; ask the user how to proceed.")
+            }
+        },
+        (WidgetStatus::Dismissed, _) => {
+            format!("{tag} User dismissed the request to run {tool}; {not_approved}")
+        }
+        (WidgetStatus::Expired, _) => {
+            format!("{tag} The request to run {tool} expired unanswered; {not_approved}")
+        }
+        (WidgetStatus::Cancelled, _) => {
+            format!(
+                "{tag} The request to run {tool} was cancelled because the session was archived; {not_approved}"
+            )
+        }
+        (WidgetStatus::Pending, _) => unreachable!("pending widgets have no resume prompt"),
+    }
+}
+
 /// A queued prompt as the agent host receives it.
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct Prompt {

@@ -38,6 +38,14 @@ pub fn router() -> Router<AppState> {
             get(pages::view_settings_env_get).post(pages::set_env_form),
         )
         .route("/settings/env/delete", post(pages::delete_env_form))
+        .route(
+            "/settings/approvals",
+            get(pages::view_settings_approvals_get),
+        )
+        .route(
+            "/settings/approvals/revoke",
+            post(pages::revoke_approval_form),
+        )
         .route("/static/{name}", get(pages::static_file))
         .route("/admin/users", get(admin::view_users_get))
         .route("/admin/users/{action}", post(admin::change_user_form))

@@ -22,7 +22,7 @@ use crate::ids::UserId;
 use crate::secrets::api::audit_env;
 use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
 use crate::sessions::{self, Session, Sharing};
-use crate::widgets::{self, WidgetId};
+use crate::widgets::{self, WidgetId, approval};
 use crate::{AppState, clock, transcript};
 
 /// An error shown as a page, with the same status and message as the API.
@@ -521,4 +521,85 @@ pub async fn share_session_form(
     )
     .await?;
     Ok(Redirect::to(&format!("/sessions/{}", session.id)).into_response())
+}
+
+struct RuleRow {
+    id: String,
+    tool: String,
+    input: String,
+    created_at: String,
+    created_by: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "settings_approvals.html")]
+struct ApprovalsPage {
+    user: String,
+    csrf: String,
+    is_admin: bool,
+    rules: Vec<RuleRow>,
+}
+
+/// `GET /settings/approvals`: the "Always" approvals, revocable.
+pub async fn view_settings_approvals_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+) -> PageResult {
+    let Some(user) = user else {
+        return Ok(to_login("/settings/approvals"));
+    };
+    let rules = approval::list_rules(&mut *state.db.read.acquire().await?, &user.id).await?;
+    let rules = rules
+        .into_iter()
+        .map(|r| RuleRow {
+            id: r.id,
+            tool: r.tool,
+            input: r.input,
+            created_at: clock::rfc3339(r.created_at),
+            created_by: r.created_by,
+        })
+        .collect();
+    let page = ApprovalsPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
+        rules,
+    };
+    Ok(page.into_response())
+}
+
+#[derive(Deserialize)]
+struct RevokeForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+    id: String,
+}
+
+/// `POST /settings/approvals/revoke`: the next identical request asks again.
+pub async fn revoke_approval_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: RevokeForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    let mut tx = state.db.begin_write().await?;
+    // Revoking is idempotent: a rule already gone (or never the caller's)
+    // leaves nothing to do and nothing to record.
+    match approval::revoke_rule(&mut tx, &user.id, &form.id).await {
+        Ok(tool) => {
+            let entry = crate::audit::Entry {
+                action: "approval.revoke",
+                detail: Some(format!("rule={}; tool={tool}", form.id)),
+                ..Default::default()
+            };
+            crate::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
+            tx.commit().await?;
+        }
+        Err(AppError::NotFound(_)) => {}
+        Err(err) => return Err(err.into()),
+    }
+    Ok(Redirect::to("/settings/approvals").into_response())
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::markdown;
 use crate::clock;
 use crate::transcript::Message;
+use crate::widgets::approval::{APPROVAL, ApprovalParams, InputDisplay};
 use crate::widgets::{
     ASK, ASK_USER, AskParams, ENV_VARS, EnvVarsParams, ScopeChoice, SimpleKind, WidgetRow,
     WidgetStatus,
@@ -73,6 +74,15 @@ pub struct AskCard {
     pub answers: Vec<(String, String)>,
 }
 
+/// An approval request as shown.
+pub struct ApprovalCard {
+    pub tool: String,
+    /// `command`, `path` or `json`: how `input` is shown.
+    pub shown_as: &'static str,
+    pub input: String,
+    pub reason: Option<String>,
+}
+
 /// A refused answer, shown in the widget's form.
 pub struct FormError {
     pub code: String,
@@ -88,6 +98,8 @@ pub struct WidgetCard {
     pub env: Option<EnvVarsCard>,
     /// `None` for another kind.
     pub ask: Option<AskCard>,
+    /// `None` for another kind.
+    pub approval: Option<ApprovalCard>,
     pub badge: Option<Badge>,
     pub form_error: Option<FormError>,
 }
@@ -136,6 +148,36 @@ fn badge(widget: &WidgetRow) -> Option<Badge> {
     };
     let (class, icon, text) = match widget.status {
         WidgetStatus::Pending => return None,
+        WidgetStatus::Submitted if result.get("decision").is_some() => {
+            match result["decision"].as_str() {
+                Some("once") => (
+                    "submitted",
+                    "✅",
+                    format!("Approved once by {} at {when}", who("answered_by")),
+                ),
+                Some("always") => (
+                    "submitted",
+                    "✅",
+                    format!("Always approved by {} at {when}", who("answered_by")),
+                ),
+                _ => {
+                    let why = result["reason"]
+                        .as_str()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default();
+                    (
+                        "denied",
+                        "⊘",
+                        format!("Denied by {} at {when}{why}", who("answered_by")),
+                    )
+                }
+            }
+        }
+        WidgetStatus::AlreadyPresent if result.get("decision").is_some() => (
+            "already-present",
+            "✓",
+            "Approved automatically (always allowed for this input)".to_owned(),
+        ),
         WidgetStatus::Submitted if result.get("answers").is_some() => (
             "submitted",
             "✅",
@@ -225,6 +267,21 @@ fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
     })
 }
 
+fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
+    let params: ApprovalParams = serde_json::from_str(&widget.params).ok()?;
+    let (shown_as, input) = match params.display() {
+        InputDisplay::Command(c) => ("command", c),
+        InputDisplay::Path(p) => ("path", p),
+        InputDisplay::Json(j) => ("json", j),
+    };
+    Some(ApprovalCard {
+        tool: params.tool.clone(),
+        shown_as,
+        input,
+        reason: params.reason,
+    })
+}
+
 fn env_card(
     widget: &WidgetRow,
     saved_globals: &BTreeSet<String>,
@@ -282,12 +339,16 @@ pub fn widget_card(
     let ask = (widget.kind == ASK_USER || widget.kind == ASK)
         .then(|| ask_card(widget))
         .flatten();
+    let approval = (widget.kind == APPROVAL)
+        .then(|| approval_card(widget))
+        .flatten();
     WidgetCard {
         id: widget.id.to_string(),
         kind: widget.kind.clone(),
         status: widget.status.as_str(),
         env,
         ask,
+        approval,
         badge: badge(widget),
         form_error: error.map(|e| FormError {
             code: e.code.clone(),

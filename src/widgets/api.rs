@@ -10,11 +10,12 @@ use axum::{Json, Router};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
+use super::approval::{APPROVAL, ApprovalParams, RequestApprovalInput};
 use super::{
     ASK, ASK_USER, AskInput, AskParams, AskUserInput, Cause, Created, ENV_VARS,
-    RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView, archive_session,
-    ask_and_wait, check_wait, dismiss_widget, get_widget, request_env_vars, submit_answers,
-    submit_env_vars,
+    RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView, after_waiting,
+    archive_session, ask_and_wait, check_wait, dismiss_widget, get_widget, request_approval,
+    request_env_vars, submit_answers, submit_decision, submit_env_vars,
 };
 use crate::AppState;
 use crate::access::{self, Need};
@@ -35,6 +36,10 @@ pub fn router() -> Router<AppState> {
             post(create_ask_user_widget),
         )
         .route("/api/v1/sessions/{id}/widgets/ask", post(create_ask_widget))
+        .route(
+            "/api/v1/sessions/{id}/widgets/approval",
+            post(create_approval_widget),
+        )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/widgets/{id}", get(read_widget))
         .route("/widgets/{id}/submit", post(submit_widget))
@@ -107,6 +112,26 @@ async fn create_ask_widget(
     };
     let wait = check_wait(input.wait_seconds)?;
     let answer = ask_and_wait(&state, &session.id, ASK, params, wait, cause).await?;
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+/// `POST /api/v1/sessions/{id}/widgets/approval`: the REST twin of `request_approval`.
+async fn create_approval_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<RequestApprovalInput>,
+) -> AppResult<(StatusCode, Json<Value>)> {
+    let params = ApprovalParams::parse(&input)?;
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let actor = actor_of(&principal);
+    let cause = Cause {
+        actor: &actor,
+        client: &client,
+    };
+    let created = request_approval(&state, &session.id, params, cause).await?;
+    let answer = after_waiting(&state, created, check_wait(input.wait_seconds)?).await?;
     Ok((StatusCode::CREATED, Json(answer)))
 }
 
@@ -235,9 +260,9 @@ async fn submit_widget(
                 };
                 submit_env_vars(&state, &id, &user.id, submission, &client).await
             }
-            ASK_USER | ASK => {
-                // Answers are not secrets: they go back to the agent.
-                let plain = if form {
+            ASK_USER | ASK | APPROVAL => {
+                // Answers and decisions are not secrets: they go back to the agent.
+                let plain: Vec<(String, String)> = if form {
                     fields
                         .into_iter()
                         .map(|(k, v)| (k, v.expose_secret().to_owned()))
@@ -245,7 +270,11 @@ async fn submit_widget(
                 } else {
                     json_fields(&body)?
                 };
-                submit_answers(&state, &id, &user.id, &plain, &client).await
+                if kind == APPROVAL {
+                    submit_decision(&state, &id, &user.id, &plain, &client).await
+                } else {
+                    submit_answers(&state, &id, &user.id, &plain, &client).await
+                }
             }
             other => Err(AppError::invalid(
                 "unsupported_widget",

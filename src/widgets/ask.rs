@@ -305,20 +305,26 @@ impl AskParams {
     pub fn answers(&self, fields: &[(String, String)]) -> AppResult<BTreeMap<String, String>> {
         let mut answers = BTreeMap::new();
         for (i, q) in self.questions.iter().enumerate() {
-            let picked: Vec<&str> = fields
+            let mut picked = Vec::new();
+            for (_, label) in fields
                 .iter()
-                .filter(|(k, _)| *k == format!("answer.{i}"))
-                .map(|(_, v)| v.as_str())
-                .filter(|v| !v.is_empty())
-                .collect();
-            for label in &picked {
-                if !q.options.iter().any(|o| o.label == *label) {
+                .filter(|(k, v)| *k == format!("answer.{i}") && !v.is_empty())
+            {
+                let Some(at) = q.options.iter().position(|o| o.label == *label) else {
                     return Err(invalid(
                         "unknown_option",
                         format!("\"{label}\" is not an option of \"{}\"", q.question),
                     ));
-                }
+                };
+                picked.push(at);
             }
+            // In the options' order, each once, however the form sent them.
+            picked.sort_unstable();
+            picked.dedup();
+            let picked: Vec<&str> = picked
+                .into_iter()
+                .map(|at| q.options[at].label.as_str())
+                .collect();
             if !q.multi_select && picked.len() > 1 {
                 return Err(invalid(
                     "single_answer",

@@ -8,6 +8,7 @@
 //! leaves either the old state or the whole new one.
 
 pub mod api;
+pub mod approval;
 mod ask;
 mod env_vars;
 mod store;
@@ -69,6 +70,7 @@ impl WidgetStatus {
 pub enum Params {
     EnvVars(EnvVarsParams),
     Ask(AskParams),
+    Approval(approval::ApprovalParams),
 }
 
 impl Params {
@@ -76,7 +78,7 @@ impl Params {
     fn audit_names(&self) -> Option<String> {
         match self {
             Self::EnvVars(p) => Some(p.name_strs().join(",")),
-            Self::Ask(_) => None,
+            Self::Ask(_) | Self::Approval(_) => None,
         }
     }
 
@@ -87,6 +89,7 @@ impl Params {
                 prompts::env_vars_prompt(tag, to, &p.name_strs(), result["scope"].as_str())
             }
             Self::Ask(_) => prompts::ask_prompt(tag, to, &result["answers"]),
+            Self::Approval(p) => prompts::approval_prompt(tag, to, &p.tool, result),
         }
     }
 
@@ -94,7 +97,7 @@ impl Params {
     fn unanswered_result(&self) -> Value {
         match self {
             Self::EnvVars(p) => json!({ "names": p.names }),
-            Self::Ask(_) => json!({}),
+            Self::Ask(_) | Self::Approval(_) => json!({}),
         }
     }
 }
@@ -321,8 +324,7 @@ pub async fn submit_answers(
 }
 
 /// Creates a question widget and, with `wait` seconds, waits for the
-/// answer: `{widget_id, status}` at once, or with `answers` when answered
-/// in time, or `pending` with a plain message when the time ran out.
+/// answer (see [`after_waiting`]).
 pub async fn ask_and_wait(
     state: &AppState,
     session: &SessionId,
@@ -332,7 +334,14 @@ pub async fn ask_and_wait(
     cause: Cause<'_>,
 ) -> AppResult<Value> {
     let created = request_question(state, session, kind, params, cause).await?;
-    if wait == 0 {
+    after_waiting(state, created, wait).await
+}
+
+/// `{widget_id, status}` at once when `wait` is 0; otherwise waits up to
+/// `wait` seconds and adds the `result` (and `answers` for questions), or
+/// says plainly that nothing came in time and the answer will be a prompt.
+pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> AppResult<Value> {
+    if wait == 0 || created.status != WidgetStatus::Pending {
         return Ok(json!({ "widget_id": created.widget_id, "status": created.status }));
     }
     let view = wait_for_answer(state, &created.widget_id, wait).await?;
@@ -342,12 +351,89 @@ pub async fn ask_and_wait(
             "status": "pending",
             "message": format!("No answer within {wait} seconds. End your turn: the answer will arrive as a queued prompt."),
         }),
-        status => json!({
-            "widget_id": view.widget_id,
-            "status": status,
-            "answers": view.result.as_ref().map_or(Value::Null, |r| r["answers"].clone()),
-        }),
+        status => {
+            let result = view.result.clone().unwrap_or(Value::Null);
+            let mut answer =
+                json!({ "widget_id": view.widget_id, "status": status, "result": result });
+            if let Some(answers) = result.get("answers") {
+                answer["answers"] = answers.clone();
+            }
+            answer
+        }
     })
+}
+
+/// Creates an approval request; an identical request the creator approved
+/// "always" is born approved.
+#[instrument(skip_all)]
+pub async fn request_approval(
+    state: &AppState,
+    session_id: &SessionId,
+    params: approval::ApprovalParams,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    let mut tx = state.db.begin_write().await?;
+    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let rule = approval::matching_rule(&mut tx, &session.creator_id, &params).await?;
+    let result = rule
+        .as_deref()
+        .map(|id| json!({ "decision": "always", "rule_id": id, "automatic": true }));
+    let born = result.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
+    let stored = serde_json::to_string(&params).expect("params serialize");
+    let widget = new_row(state, &session, approval::APPROVAL, stored, born);
+    insert_widget(&mut tx, state, &widget, &Params::Approval(params), &cause).await?;
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    })
+}
+
+/// A person decides an approval request: deny (with an optional reason),
+/// once, or always (which keeps a rule for identical requests).
+#[instrument(skip_all)]
+pub async fn submit_decision(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    fields: &[(String, String)],
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let mut tx = state.db.begin_write().await?;
+    let (widget, session, any) = answerable(&mut tx, id, user).await?;
+    let Params::Approval(params) = &any else {
+        return Err(wrong_kind(&widget));
+    };
+    let (decision, reason) = approval::parse_decision(fields)?;
+    let rule = match decision {
+        approval::Decision::Always => {
+            Some(approval::keep_rule(&mut tx, &session.creator_id, user, params).await?)
+        }
+        _ => None,
+    };
+    let by = store::user_name(&mut tx, user).await?;
+    let result = approval::result(decision, reason.as_deref(), &by, rule.as_deref());
+    let actor = Actor::User(user.clone());
+    let cause = Cause {
+        actor: &actor,
+        client,
+    };
+    transition(
+        &mut tx,
+        state,
+        &widget,
+        &any,
+        WidgetStatus::Submitted,
+        &result,
+        Some(user),
+        &cause,
+    )
+    .await?;
+    let view = get_widget(&mut tx, id).await?.into();
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(view)
 }
 
 /// Waits up to `seconds` for `widget` to leave `pending`. When it was
@@ -454,6 +540,9 @@ fn stored_params(widget: &WidgetRow) -> AppResult<Params> {
             .map_err(unreadable),
         ASK_USER | ASK => serde_json::from_str(&widget.params)
             .map(Params::Ask)
+            .map_err(unreadable),
+        approval::APPROVAL => serde_json::from_str(&widget.params)
+            .map(Params::Approval)
             .map_err(unreadable),
         other => Err(AppError::Conflict {
             code: "unsupported_widget",

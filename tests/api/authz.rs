@@ -104,6 +104,14 @@ const TABLE: &[Row] = &[
         Bearer,
         ".a..c....",
     ),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/widgets/approval",
+        Bearer,
+        ".a..c....",
+    ),
+    row("GET", "/settings/approvals", Cookie, "....cvpsm"),
+    row("POST", "/settings/approvals/revoke", Cookie, "....cvpsm"),
     row("POST", "/api/v1/sessions/{id}/archive", Bearer, "....c...."),
     row(
         "POST",
@@ -260,6 +268,7 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
         "/settings/env" | "/settings/env/delete" => {
             vec![("name", "MATRIX_OWN_KEY".into()), ("value", "v".into())]
         }
+        "/settings/approvals/revoke" => vec![("id", "no-such-rule".into())],
         "/admin/users/{action}" => vec![(
             "name",
             format!("added-{}", uuid::Uuid::new_v4().simple())
@@ -280,6 +289,9 @@ fn json_for(path: &str) -> Value {
         "/api/v1/sessions/{id}/widgets/ask-user" => json!({ "questions": [
             { "question": "Which?", "header": "Pick", "options": [{ "label": "a" }, { "label": "b" }] } ] }),
         "/api/v1/sessions/{id}/widgets/ask" => json!({ "question": "Deploy?" }),
+        "/api/v1/sessions/{id}/widgets/approval" => {
+            json!({ "tool": "Bash", "input": { "command": "ls" } })
+        }
         "/mcp" => json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "matrix", "version": "1" } } }),
         _ => json!({}),

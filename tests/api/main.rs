@@ -1,6 +1,7 @@
 //! Integration tests: a real SQLite file per test, real HTTP on a real port,
 //! and the real `widgetd` binary where the command line is under test.
 
+mod approvals;
 mod authz;
 mod browser;
 mod canary;
@@ -9,6 +10,7 @@ mod env_api;
 mod exec;
 mod helpers;
 mod mcp;
+mod questions;
 mod sessions;
 mod sharing;
 mod vault;

@@ -100,7 +100,13 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["ask", "ask_user", "get_widget_status", "request_env_vars"]
+        [
+            "ask",
+            "ask_user",
+            "get_widget_status",
+            "request_approval",
+            "request_env_vars"
+        ]
     );
 
     let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap();

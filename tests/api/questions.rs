@@ -1,0 +1,1002 @@
+//! Question widgets (`ask_user` and the simple `ask` widgets) end to end:
+//! asked over MCP and REST, answered in the form (plain HTTP and a real
+//! headless Chromium), the answer in the resume prompt or through a waiting
+//! call, validation codes, and the prompts of unanswered questions.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::key::Key;
+use reqwest::{Response, StatusCode};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use widgetd::widgets;
+
+use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
+use crate::webdriver::{Chrome, wait_for};
+
+const ANSWERED: &str =
+    r#"[Agor] User answered: {"Regions?":"EU, APAC","Which database?":"SQLite"}"#;
+
+type McpClient = RunningService<RoleClient, ()>;
+
+/// An rmcp client connected with the agent token `token`.
+async fn connect(app: &TestApp, token: &str) -> McpClient {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url))
+        .auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the agent connects")
+}
+
+async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("tool arguments are a JSON object");
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap()
+}
+
+/// The stable code in a tool error's `{"error":{"code","message"}}` text.
+fn tool_error_code(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = &result.content[0].as_text().expect("a text block").text;
+    let body: Value = serde_json::from_str(text).unwrap();
+    body["error"]["code"].as_str().unwrap().to_owned()
+}
+
+/// The two questions most tests ask: a single-select with descriptions and
+/// previews, and a multi-select.
+fn two_questions() -> Value {
+    json!({
+        "questions": [
+            {
+                "question": "Which database?",
+                "header": "Database",
+                "options": [
+                    {
+                        "label": "Postgres",
+                        "description": "A server; best with many writers",
+                        "preview_markdown": "Needs **DATABASE_URL**",
+                    },
+                    {
+                        "label": "SQLite",
+                        "description": "One file next to the app",
+                        "preview_markdown": "Stored in *data/app.db*",
+                    },
+                ],
+            },
+            {
+                "question": "Regions?",
+                "header": "Regions",
+                "multi_select": true,
+                "options": [{ "label": "EU" }, { "label": "US" }, { "label": "APAC" }],
+            },
+        ],
+    })
+}
+
+/// `two_questions` with `wait_seconds`.
+fn two_questions_waiting(wait: u64) -> Value {
+    let mut body = two_questions();
+    body["wait_seconds"] = json!(wait);
+    body
+}
+
+async fn ask_user(app: &TestApp, agent: &str, session: &str, body: &Value) -> Response {
+    app.post_json(
+        &format!("/api/v1/sessions/{session}/widgets/ask-user"),
+        agent,
+        body,
+    )
+    .await
+}
+
+async fn ask(app: &TestApp, agent: &str, session: &str, body: &Value) -> Response {
+    app.post_json(
+        &format!("/api/v1/sessions/{session}/widgets/ask"),
+        agent,
+        body,
+    )
+    .await
+}
+
+/// The id of a question just created (201, pending, nothing else).
+async fn created(r: Response) -> String {
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "pending", "{body}");
+    assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
+    body["widget_id"].as_str().unwrap().to_owned()
+}
+
+async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
+    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+/// An answer posted as JSON (`X-CSRF-Token`), with the form's field names.
+async fn submit_json(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
+    app.client
+        .post(format!("{}/widgets/{id}/submit", app.url))
+        .header("cookie", &browser.cookie)
+        .header("x-csrf-token", &browser.csrf)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The transcript page as `browser` sees it.
+async fn transcript_html(app: &TestApp, browser: &Browser, session: &str) -> String {
+    let r = app
+        .client
+        .get(format!("{}/sessions/{session}", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.text().await.unwrap()
+}
+
+/// The `<section>` of widget `id` in a transcript page.
+fn card<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!(r#"id="w-{id}""#))
+        .unwrap_or_else(|| panic!("no card for {id} in {page}"));
+    let end = page[start..].find("</section>").unwrap() + start;
+    &page[start..end]
+}
+
+/// The undelivered prompt texts of `session`.
+async fn prompt_texts(app: &TestApp, host: &str, session: &str) -> Vec<String> {
+    app.prompts(host, session, 0)
+        .await
+        .iter()
+        .map(|p| p["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The one prompt of widget `id`, however many the session has.
+async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String {
+    let prompts = app.prompts(host, session, 0).await;
+    let mine: Vec<&Value> = prompts.iter().filter(|p| p["widget_id"] == id).collect();
+    assert_eq!(mine.len(), 1, "{prompts:?}");
+    mine[0]["text"].as_str().unwrap().to_owned()
+}
+
+/// Waits until the (only) widget row exists; returns its id.
+async fn first_widget_id(app: &TestApp) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let id: Option<String> = sqlx::query_scalar("SELECT id FROM widgets")
+            .fetch_optional(&app.state.db.read)
+            .await
+            .unwrap();
+        if let Some(id) = id {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "the widget was never created");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn ask_user_over_mcp_then_answered_in_a_form() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let client = connect(&app, &agent).await;
+
+    let result = call(&client, "ask_user", two_questions()).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let returned = result.structured_content.expect("structured content");
+    assert_eq!(returned["status"], "pending");
+    assert_eq!(returned.as_object().unwrap().len(), 2, "{returned}");
+    let id = returned["widget_id"].as_str().unwrap().to_owned();
+
+    let stored = widget(&app, &agent, &id).await;
+    assert_eq!(stored["kind"], "ask_user");
+    assert_eq!(stored["status"], "pending");
+    assert_eq!(stored["session_id"], session.as_str());
+    let mut asked = two_questions()["questions"].clone();
+    asked[0]["multi_select"] = json!(false);
+    assert_eq!(stored["params"]["questions"], asked);
+    assert!(app.prompts(&host, &session, 0).await.is_empty());
+
+    let browser = app.login("alice").await;
+    let page = transcript_html(&app, &browser, &session).await;
+    let pending = card(&page, &id);
+    for shown in [
+        r#"<span class="chip">Database</span>"#,
+        r#"<span class="chip">Regions</span>"#,
+        &format!(r#"id="w-{id}-q0-o1" type="radio" name="answer.0" value="SQLite""#),
+        &format!(r#"id="w-{id}-q1-o2" type="checkbox" name="answer.1" value="APAC""#),
+        &format!(r#"id="w-{id}-q0-other" name="other.0""#),
+        "One file next to the app",
+        "<strong>DATABASE_URL</strong>",
+        "needs-choice",
+    ] {
+        assert!(pending.contains(shown), "{shown} missing from {pending}");
+    }
+
+    let submit = format!("/widgets/{id}/submit");
+    let r = app
+        .post_form(
+            &browser,
+            &submit,
+            &[
+                ("answer.0", "SQLite"),
+                ("other.0", ""),
+                ("answer.1", "EU"),
+                ("answer.1", "APAC"),
+                ("other.1", ""),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], format!("/sessions/{session}"));
+
+    let prompts = app.prompts(&host, &session, 0).await;
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0]["widget_id"], id.as_str());
+    assert_eq!(prompts[0]["text"], ANSWERED);
+
+    let answered = widget(&app, &agent, &id).await;
+    assert_eq!(answered["status"], "submitted");
+    assert_eq!(
+        answered["result"],
+        json!({
+            "answers": { "Which database?": "SQLite", "Regions?": "EU, APAC" },
+            "answered_by": "alice",
+        })
+    );
+
+    // The page after the redirect: answers and the badge, no form left.
+    let page = transcript_html(&app, &browser, &session).await;
+    let done = card(&page, &id);
+    assert!(done.contains(r#"data-status="submitted""#), "{done}");
+    assert!(
+        done.contains(
+            r#"<dl class="answers"><dt>Regions?</dt><dd>EU, APAC</dd><dt>Which database?</dt><dd>SQLite</dd></dl>"#
+        ),
+        "{done}"
+    );
+    assert!(done.contains("badge-submitted"), "{done}");
+    assert!(done.contains("Answered by alice"), "{done}");
+    assert!(!done.contains("<form"), "{done}");
+
+    // Exactly once: a second answer, as a form and as JSON, is refused.
+    let r = app
+        .post_form(
+            &browser,
+            &submit,
+            &[("answer.0", "Postgres"), ("answer.1", "US")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains(r#"data-code="widget_not_pending""#), "{page}");
+    assert!(page.contains("badge-submitted"), "{page}");
+    let r = submit_json(
+        &app,
+        &browser,
+        &id,
+        &json!({ "answer.0": "Postgres", "answer.1": ["US"] }),
+    )
+    .await;
+    assert_error(r, StatusCode::CONFLICT, "widget_not_pending", None).await;
+    assert_eq!(prompt_texts(&app, &host, &session).await, [ANSWERED]);
+    assert_eq!(
+        widget(&app, &agent, &id).await["result"],
+        answered["result"],
+        "the refused answers changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_typed_other_answer_is_returned_as_typed() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let browser = app.login("alice").await;
+    let typed = "  DuckDB — \"embedded\", please\t ";
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("other.0", typed), ("answer.1", "US"), ("other.1", "  ")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    let answers = &widget(&app, &agent, &id).await["result"]["answers"];
+    assert_eq!(answers["Which database?"].as_str().unwrap(), typed);
+    assert_eq!(answers["Regions?"], "US");
+    assert_eq!(
+        prompt_texts(&app, &host, &session).await,
+        [
+            r#"[Agor] User answered: {"Regions?":"US","Which database?":"  DuckDB — \"embedded\", please\t "}"#
+        ]
+    );
+}
+
+#[tokio::test]
+async fn simple_widgets_answer_shapes() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+
+    // No `widget`: a confirm, Yes / No as buttons named `answer.0`.
+    let confirm = created(
+        ask(
+            &app,
+            &agent,
+            &session,
+            &json!({ "question": "Deploy now?" }),
+        )
+        .await,
+    )
+    .await;
+    let params = &widget(&app, &agent, &confirm).await["params"];
+    assert_eq!(params["simple"], "confirm");
+    assert_eq!(
+        params["questions"][0]["options"],
+        json!([{ "label": "Yes" }, { "label": "No" }])
+    );
+    let checkbox = created(
+        ask(
+            &app,
+            &agent,
+            &session,
+            &json!({ "question": "Which files?", "widget": "checkbox", "options": ["a", "b", "c"] }),
+        )
+        .await,
+    )
+    .await;
+    let select = created(
+        ask(
+            &app,
+            &agent,
+            &session,
+            &json!({ "question": "Which one?", "widget": "select", "options": ["a", "b", "c"], "default": "b" }),
+        )
+        .await,
+    )
+    .await;
+
+    let page = transcript_html(&app, &browser, &session).await;
+    let buttons = card(&page, &confirm);
+    for label in ["Yes", "No"] {
+        let button = format!(r#"<button type="submit" name="answer.0" value="{label}""#);
+        assert!(buttons.contains(&button), "{button} missing from {buttons}");
+    }
+    assert!(!buttons.contains("Send answer"), "{buttons}");
+    assert!(!buttons.contains("needs-choice"), "{buttons}");
+    assert!(!buttons.contains("other.0"), "a simple widget has no Other");
+    let boxes = card(&page, &checkbox);
+    for (n, label) in ["a", "b", "c"].iter().enumerate() {
+        let input =
+            format!(r#"id="w-{checkbox}-q0-o{n}" type="checkbox" name="answer.0" value="{label}""#);
+        assert!(boxes.contains(&input), "{input} missing from {boxes}");
+    }
+    let dropdown = card(&page, &select);
+    assert!(
+        dropdown.contains(r#"<option value="b" selected>"#),
+        "{dropdown}"
+    );
+    assert!(dropdown.contains(r#"<option value="a">"#), "{dropdown}");
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{confirm}/submit"),
+            &[("answer.0", "No")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        prompt_of(&app, &host, &session, &confirm).await,
+        r#"[Agor] User answered: {"Deploy now?":"No"}"#
+    );
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{checkbox}/submit"),
+            &[("answer.0", "b"), ("answer.0", "c")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        widget(&app, &agent, &checkbox).await["result"]["answers"],
+        json!({ "Which files?": "b, c" })
+    );
+    assert_eq!(
+        prompt_of(&app, &host, &session, &checkbox).await,
+        r#"[Agor] User answered: {"Which files?":"b, c"}"#
+    );
+
+    // The preselected choice is sent as the browser would send it.
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{select}/submit"),
+            &[("answer.0", "b")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        prompt_of(&app, &host, &session, &select).await,
+        r#"[Agor] User answered: {"Which one?":"b"}"#
+    );
+}
+
+#[tokio::test]
+async fn wait_seconds_returns_the_answer_or_pending() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+
+    // (a) Answered while the agent waits: the answer comes back in the call.
+    let (url, token, sid) = (app.url.clone(), agent.clone(), session.clone());
+    let waiting = tokio::spawn(async move {
+        let r = reqwest::Client::new()
+            .post(format!("{url}/api/v1/sessions/{sid}/widgets/ask-user"))
+            .bearer_auth(token)
+            .json(&two_questions_waiting(20))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.json::<Value>().await.unwrap())
+    });
+    let id = first_widget_id(&app).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the call did not wait for the answer"
+    );
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[
+                ("answer.0", "SQLite"),
+                ("answer.1", "EU"),
+                ("answer.1", "APAC"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the waiting call returned once answered")
+        .unwrap();
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(body["widget_id"], id.as_str(), "{body}");
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["answers"],
+        json!({ "Which database?": "SQLite", "Regions?": "EU, APAC" }),
+        "{body}"
+    );
+    // Delivered through the call and acknowledged: the host gets nothing.
+    assert!(app.prompts(&host, &session, 0).await.is_empty());
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM prompts WHERE widget_id = '{id}' AND acked_at IS NOT NULL"
+        ))
+        .await,
+        1
+    );
+
+    // (b) Nobody answers in time: `pending`, never a default answer.
+    let started = Instant::now();
+    let r = ask_user(&app, &agent, &session, &two_questions_waiting(1)).await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "it did not wait"
+    );
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "pending", "{body}");
+    assert!(body.get("answers").is_none(), "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("queued prompt"), "{body}");
+    let late = body["widget_id"].as_str().unwrap().to_owned();
+    assert_eq!(widget(&app, &agent, &late).await["status"], "pending");
+    assert!(app.prompts(&host, &session, 0).await.is_empty());
+    let answer = [("answer.0", "Postgres"), ("answer.1", "US")];
+    let r = app
+        .post_form(&browser, &format!("/widgets/{late}/submit"), &answer)
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let prompts = app.prompts(&host, &session, 0).await;
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0]["widget_id"], late.as_str());
+    assert_eq!(
+        prompts[0]["text"],
+        r#"[Agor] User answered: {"Regions?":"US","Which database?":"Postgres"}"#
+    );
+    let r = app
+        .post_form(&browser, &format!("/widgets/{late}/submit"), &answer)
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(app.prompts(&host, &session, 0).await.len(), 1);
+
+    // (c) Longer than 300 s is refused, over REST and MCP alike.
+    let before = app.count("SELECT count(*) FROM widgets").await;
+    let r = ask_user(&app, &agent, &session, &two_questions_waiting(301)).await;
+    assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "wait_too_long", None).await;
+    let simple = json!({ "question": "Deploy now?", "wait_seconds": 301 });
+    let r = ask(&app, &agent, &session, &simple).await;
+    assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "wait_too_long", None).await;
+    let client = connect(&app, &agent).await;
+    let result = call(&client, "ask_user", two_questions_waiting(301)).await;
+    assert_eq!(tool_error_code(&result), "wait_too_long");
+    let result = call(&client, "ask", simple).await;
+    assert_eq!(tool_error_code(&result), "wait_too_long");
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
+}
+
+/// One question with `labels` as options.
+fn question(text: &str, header: &str, labels: &[&str]) -> Value {
+    let options: Vec<Value> = labels.iter().map(|l| json!({ "label": l })).collect();
+    json!({ "question": text, "header": header, "options": options })
+}
+
+#[tokio::test]
+async fn question_validation_has_stable_codes() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let ok = || question("Q?", "Chip", &["a", "b"]);
+    let five: Vec<Value> = (0..5)
+        .map(|i| question(&format!("Q{i}?"), "Chip", &["a", "b"]))
+        .collect();
+    let questions = |qs: Vec<Value>| json!({ "questions": qs });
+
+    let ask_user_cases = [
+        (questions(vec![]), "questions_count"),
+        (questions(five), "questions_count"),
+        (
+            questions(vec![question("Q?", "Chip", &["a"])]),
+            "options_count",
+        ),
+        (
+            questions(vec![question("Q?", "Chip", &["a", "b", "c", "d", "e"])]),
+            "options_count",
+        ),
+        (
+            questions(vec![question("Q?", "Chip", &["a", " "])]),
+            "empty_label",
+        ),
+        (
+            questions(vec![question("Q?", "Chip", &["a", "a"])]),
+            "duplicate_label",
+        ),
+        (
+            questions(vec![question("Q?", "Thirteen char", &["a", "b"])]),
+            "invalid_header",
+        ),
+        (questions(vec![ok(), ok()]), "duplicate_question"),
+        (
+            questions(vec![question("", "Chip", &["a", "b"])]),
+            "invalid_question",
+        ),
+    ];
+    for (body, code) in ask_user_cases {
+        let r = ask_user(&app, &agent, &session, &body).await;
+        assert_eq!(
+            r.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{code}: {body}"
+        );
+        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
+    }
+    let ask_cases = [
+        (
+            json!({ "question": "Pick", "widget": "radio", "options": ["a", "b"], "default": "c" }),
+            "invalid_default",
+        ),
+        (
+            json!({ "question": "Pick", "widget": "select" }),
+            "options_count",
+        ),
+    ];
+    for (body, code) in ask_cases {
+        let r = ask(&app, &agent, &session, &body).await;
+        assert_eq!(
+            r.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{code}: {body}"
+        );
+        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
+    }
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+    assert_eq!(app.count("SELECT count(*) FROM prompts").await, 0);
+
+    // Answers are checked too; a refused answer leaves the question open.
+    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let browser = app.login("alice").await;
+    let answer_cases = [
+        (json!({ "answer.0": "SQLite" }), "answer_required"),
+        (
+            json!({ "answer.0": "SQLite", "other.1": "   " }),
+            "answer_required",
+        ),
+        (
+            json!({ "answer.0": "Oracle", "answer.1": ["EU"] }),
+            "unknown_option",
+        ),
+        (
+            json!({ "answer.0": ["Postgres", "SQLite"], "answer.1": "EU" }),
+            "single_answer",
+        ),
+        (
+            json!({ "answer.0": "Postgres", "other.0": "DuckDB", "answer.1": "EU" }),
+            "ambiguous_answer",
+        ),
+    ];
+    for (body, code) in answer_cases {
+        let r = submit_json(&app, &browser, &id, &body).await;
+        assert_eq!(
+            r.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{code}: {body}"
+        );
+        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
+    }
+    assert_eq!(widget(&app, &agent, &id).await["status"], "pending");
+    assert!(app.prompts(&host, &session, 0).await.is_empty());
+}
+
+/// `textContent` of every element matching `css`.
+async fn texts(chrome: &Chrome, css: &str) -> Value {
+    chrome
+        .js(&format!(
+            "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"
+        ))
+        .await
+}
+
+/// Whether the element `css` is disabled (its DOM property).
+async fn disabled(chrome: &Chrome, css: &str) -> Value {
+    chrome
+        .js(&format!("return document.querySelector('{css}').disabled;"))
+        .await
+}
+
+/// Focuses the input `css` and presses Space, as a keyboard user does.
+async fn press_space(chrome: &Chrome, css: &str) {
+    chrome.css(css).await.send_keys(&Key::Space).await.unwrap();
+}
+
+#[tokio::test]
+async fn questions_in_a_real_browser() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, "alice").await;
+    chrome
+        .open(&format!("{}/sessions/{session}", app.url))
+        .await;
+    chrome.wait_css("#transcript").await;
+    chrome.mark_document().await;
+
+    // The agent asks while the page is open: the card arrives live.
+    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let card = format!("#w-{id}");
+    chrome.wait_css(&format!("{card} form.needs-choice")).await;
+    assert!(chrome.same_document().await, "the card came by a reload");
+    assert_eq!(
+        texts(&chrome, &format!("{card} fieldset.question .chip")).await,
+        json!(["Database", "Regions"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} fieldset.question legend")).await,
+        json!(["Database Which database?", "Regions Regions?"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} label.option strong")).await,
+        json!(["Postgres", "SQLite", "EU", "US", "APAC"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} label.option .hint")).await,
+        json!([
+            "A server; best with many writers",
+            "One file next to the app"
+        ])
+    );
+    assert_eq!(
+        texts(
+            &chrome,
+            &format!("{card} .preview strong, {card} .preview em")
+        )
+        .await,
+        json!(["DATABASE_URL", "data/app.db"])
+    );
+    for q in 0..2 {
+        let other = chrome.css(&format!("#w-{id}-q{q}-other")).await;
+        assert!(other.is_displayed().await.unwrap(), "Other {q} is hidden");
+    }
+    for css in [
+        format!("{card} .chip"),
+        format!("{card} .preview"),
+        format!("#w-{id}-q1-o2"),
+    ] {
+        assert!(
+            chrome.css(&css).await.is_displayed().await.unwrap(),
+            "{css} is hidden"
+        );
+    }
+
+    // "Send answer" waits until every question has an answer.
+    let send = format!("{card} form.needs-choice button.primary");
+    assert_eq!(texts(&chrome, &send).await, json!(["Send answer"]));
+    assert_eq!(disabled(&chrome, &send).await, json!(true));
+    press_space(&chrome, &format!("#w-{id}-q0-o1")).await;
+    let checked = format!(
+        "return ['#w-{id}-q0-o0', '#w-{id}-q0-o1', '#w-{id}-q1-o0', '#w-{id}-q1-o1', '#w-{id}-q1-o2']
+             .map(s => document.querySelector(s).checked);"
+    );
+    assert_eq!(
+        chrome.js(&checked).await,
+        json!([false, true, false, false, false]),
+        "Space picks the focused radio"
+    );
+    assert_eq!(
+        disabled(&chrome, &send).await,
+        json!(true),
+        "one question is still unanswered"
+    );
+    press_space(&chrome, &format!("#w-{id}-q1-o0")).await;
+    assert_eq!(disabled(&chrome, &send).await, json!(false));
+    press_space(&chrome, &format!("#w-{id}-q1-o2")).await;
+    // Unticking the only choice of a question takes the answer away again.
+    press_space(&chrome, &format!("#w-{id}-q1-o0")).await;
+    assert_eq!(
+        disabled(&chrome, &send).await,
+        json!(false),
+        "APAC is still ticked"
+    );
+    press_space(&chrome, &format!("#w-{id}-q1-o2")).await;
+    assert_eq!(
+        disabled(&chrome, &send).await,
+        json!(true),
+        "nothing ticked"
+    );
+    press_space(&chrome, &format!("#w-{id}-q1-o0")).await;
+    press_space(&chrome, &format!("#w-{id}-q1-o2")).await;
+    assert_eq!(
+        chrome.js(&checked).await,
+        json!([false, true, true, false, true])
+    );
+    assert_eq!(disabled(&chrome, &send).await, json!(false));
+    let shot = chrome.screenshot_to("question-form.png").await;
+    assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "{shot:?}");
+
+    chrome.css(&send).await.click().await.unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    assert_eq!(
+        chrome.current_url().await.unwrap().path(),
+        format!("/sessions/{session}")
+    );
+    let answers = chrome
+        .js(&format!(
+            "return [...document.querySelectorAll('{card} dl.answers dt')]
+                 .map(dt => [dt.textContent, dt.nextElementSibling.textContent]);"
+        ))
+        .await;
+    assert_eq!(
+        answers,
+        json!([["Regions?", "EU, APAC"], ["Which database?", "SQLite"]])
+    );
+    let badge = texts(&chrome, &format!("{card} .badge-submitted")).await;
+    assert!(
+        badge[0].as_str().unwrap().contains("Answered by alice"),
+        "{badge}"
+    );
+    assert_eq!(chrome.count(&format!("{card} form")).await, 0);
+    assert_eq!(prompt_texts(&app, &host, &session).await, [ANSWERED]);
+
+    // A confirm: one click on "Yes" answers it.
+    chrome.mark_document().await;
+    let confirm = created(
+        ask(
+            &app,
+            &agent,
+            &session,
+            &json!({ "question": "Deploy now?" }),
+        )
+        .await,
+    )
+    .await;
+    let card = format!("#w-{confirm}");
+    chrome.wait_css(&format!("{card} form")).await;
+    assert!(chrome.same_document().await, "the card came by a reload");
+    assert_eq!(
+        texts(&chrome, &format!("{card} button")).await,
+        json!(["Yes", "No", "Dismiss"])
+    );
+    chrome
+        .css(&format!("{card} button[name='answer.0'][value='Yes']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    assert_eq!(
+        texts(&chrome, &format!("{card} dl.answers dd")).await,
+        json!(["Yes"])
+    );
+    wait_for("the confirm's prompt", || async {
+        app.prompts(&host, &session, 0).await.len() == 2
+    })
+    .await;
+    assert_eq!(
+        prompt_of(&app, &host, &session, &confirm).await,
+        r#"[Agor] User answered: {"Deploy now?":"Yes"}"#
+    );
+    chrome.close().await;
+}
+
+#[tokio::test]
+async fn dismissed_expired_cancelled_questions_prompt_plainly() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+
+    let dismissed = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let r = app
+        .post_form(&browser, &format!("/widgets/{dismissed}/dismiss"), &[])
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let state = widget(&app, &agent, &dismissed).await;
+    assert_eq!(state["status"], "dismissed");
+    assert_eq!(state["result"], json!({ "dismissed_by": "alice" }));
+    let text = prompt_of(&app, &host, &session, &dismissed).await;
+    assert!(
+        text.starts_with("[Agor] User dismissed your question"),
+        "{text}"
+    );
+
+    let expiring = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = ?")
+        .bind(&expiring)
+        .execute(&app.state.db.write)
+        .await
+        .unwrap();
+    assert_eq!(widgets::expire_due(&app.state).await.unwrap(), 1);
+    assert_eq!(widget(&app, &agent, &expiring).await["status"], "expired");
+    let text = prompt_of(&app, &host, &session, &expiring).await;
+    assert!(text.starts_with("[Agor] "), "{text}");
+    assert!(text.contains("expired before the user answered"), "{text}");
+
+    // Too late to answer either.
+    for (id, status) in [(&dismissed, "dismissed"), (&expiring, "expired")] {
+        let r = submit_json(
+            &app,
+            &browser,
+            id,
+            &json!({ "answer.0": "SQLite", "answer.1": "EU" }),
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::CONFLICT);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "widget_not_pending", "{body}");
+        assert_eq!(body["error"]["status"], status, "{body}");
+    }
+
+    let cancelled = created(
+        ask(
+            &app,
+            &agent,
+            &session,
+            &json!({ "question": "Deploy now?" }),
+        )
+        .await,
+    )
+    .await;
+    let r = app
+        .post_json(
+            &format!("/api/v1/sessions/{session}/archive"),
+            &host,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.json::<Value>().await.unwrap()["cancelled_widgets"], 1);
+    assert_eq!(widget(&app, &host, &cancelled).await["status"], "cancelled");
+    let text = prompt_of(&app, &host, &session, &cancelled).await;
+    assert!(text.starts_with("[Agor] "), "{text}");
+    assert!(
+        text.contains("cancelled because the session was archived"),
+        "{text}"
+    );
+
+    // Plain sentences: one per question, and no answer in any of them.
+    let texts = prompt_texts(&app, &host, &session).await;
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    for text in &texts {
+        assert!(!text.contains("answered:") && !text.contains('{'), "{text}");
+    }
+}
+
+/// Over MCP, a `wait_seconds` call the agent abandons must not swallow the
+/// answer: rmcp keeps the handler running after the client disconnects, so
+/// the wait watches the request's cancellation and never acknowledges an
+/// answer that reached nobody. (Over REST the handler is dropped with the
+/// connection.)
+#[tokio::test]
+async fn an_abandoned_wait_over_mcp_still_delivers_the_answer() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let client = connect(&app, &agent).await;
+    let waiting =
+        tokio::spawn(async move { call(&client, "ask_user", two_questions_waiting(20)).await });
+    let id = first_widget_id(&app).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The agent gives up (interrupted turn, client-side timeout): the call
+    // and its connection go away before anyone answers.
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[
+                ("answer.0", "SQLite"),
+                ("answer.1", "EU"),
+                ("answer.1", "APAC"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        prompt_texts(&app, &host, &session).await,
+        [ANSWERED],
+        "the answer reached nobody"
+    );
+}
