@@ -53,10 +53,10 @@ fn read_if_exists(path: &Path) -> Vec<u8> {
 }
 
 /// Logs in through the form; returns the cookie and the form token.
-async fn login(client: &Client, url: &str) -> (String, String) {
+async fn login(client: &Client, url: &str, user: &str) -> (String, String) {
     let r = client
         .post(format!("{url}/login"))
-        .form(&[("username", "admin"), ("password", PASSWORD)])
+        .form(&[("username", user), ("password", PASSWORD)])
         .send()
         .await
         .unwrap();
@@ -116,7 +116,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     let mut agent_side = Vec::new();
 
     // One value typed into the widget form, one set through the API.
-    let (typed, scoped) = (canary("typed"), canary("session"));
+    let (typed, scoped, second) = (canary("typed"), canary("session"), canary("second-user"));
     let widget = client
         .post(format!("{url}/api/v1/sessions/{session_id}/widgets/env-vars"))
         .bearer_auth(agent)
@@ -130,7 +130,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     agent_side.extend_from_slice(&widget);
     let widget: Value = serde_json::from_slice(&widget).unwrap();
     let widget_id = widget["widget_id"].as_str().unwrap();
-    let (cookie, csrf) = login(&client, &url).await;
+    let (cookie, csrf) = login(&client, &url, "admin").await;
     let r = client
         .post(format!("{url}/widgets/{widget_id}/submit"))
         .header("cookie", &cookie)
@@ -139,6 +139,56 @@ async fn a_canary_reaches_only_the_executor_path() {
             ("csrf_token", csrf.as_str()),
             ("value.TYPED_KEY", &typed),
             ("scope", "global"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+
+    // A second person, allowed to answer the admin's session, types a value
+    // too: it lands in the admin's store and nowhere else.
+    let added = crate::helpers::run_with_stdin(
+        widgetd(&dir)
+            .args(["user", "add", "bob", "--password-stdin"])
+            .env("RUST_LOG", "trace"),
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(added.status.success(), "{}", stderr(&added));
+    cli_output.extend_from_slice(&added.stdout);
+    cli_output.extend_from_slice(&added.stderr);
+    let share = json!({ "grants": { "bob": "prompt" } });
+    let r = client
+        .put(format!("{url}/api/v1/sessions/{session_id}/sharing"))
+        .bearer_auth(&token)
+        .json(&share)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let second_widget: Value = client
+        .post(format!(
+            "{url}/api/v1/sessions/{session_id}/widgets/env-vars"
+        ))
+        .bearer_auth(agent)
+        .json(&json!({ "names": ["SECOND_KEY"], "reason": "a second key" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (bob_cookie, bob_csrf) = login(&client, &url, "bob").await;
+    let r = client
+        .post(format!(
+            "{url}/widgets/{}/submit",
+            second_widget["widget_id"].as_str().unwrap()
+        ))
+        .header("cookie", &bob_cookie)
+        .header("origin", &url)
+        .form(&[
+            ("csrf_token", bob_csrf.as_str()),
+            ("value.SECOND_KEY", &second),
+            ("scope", "session"),
         ])
         .send()
         .await
@@ -166,7 +216,7 @@ async fn a_canary_reaches_only_the_executor_path() {
         .unwrap();
     assert_eq!(
         env["env"],
-        json!({ "TYPED_KEY": typed, "SESSION_KEY": scoped })
+        json!({ "TYPED_KEY": typed, "SESSION_KEY": scoped, "SECOND_KEY": second })
     );
 
     // Everything an agent token or the agent host's queue can show.
@@ -266,7 +316,17 @@ async fn a_canary_reaches_only_the_executor_path() {
     );
     assert!(String::from_utf8_lossy(&logs).contains("shutting down"));
 
-    for value in [&typed, &scoped] {
+    let audit = String::from_utf8_lossy(
+        &widgetd(&dir)
+            .args(["audit", "list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(audit.contains("widget.submit"), "{audit}");
+    for value in [&typed, &scoped, &second] {
+        assert_absent("the audit log", audit.as_bytes(), value);
         assert_absent("the database file while running", &live_db, value);
         assert_absent("the WAL", &live_wal, value);
         assert_absent("the database file after shutdown", &closed_db, value);
@@ -340,7 +400,7 @@ async fn a_pending_widget_survives_a_killed_daemon() {
         .await
         .unwrap();
     assert_eq!(state["status"], "pending");
-    let (cookie, csrf) = login(&client, &url).await;
+    let (cookie, csrf) = login(&client, &url, "admin").await;
     let r = client
         .post(format!("{url}/widgets/{widget_id}/submit"))
         .header("cookie", &cookie)
