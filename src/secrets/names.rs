@@ -55,9 +55,11 @@ impl EnvVarName {
         if !well_formed {
             return Err(AppError::invalid(
                 "invalid_name",
+                // The name itself is not repeated: a person may have pasted
+                // a value into the name field.
                 format!(
-                    "`{}` is not a valid env var name: use 1–{MAX_NAME_LEN} characters of A–Z, 0–9 and _, not starting with a digit",
-                    truncate_for_message(name)
+                    "a name of {} characters is not a valid env var name: use 1–{MAX_NAME_LEN} characters of A–Z, 0–9 and _, not starting with a digit",
+                    name.chars().count()
                 ),
             ));
         }
@@ -83,17 +85,6 @@ impl EnvVarName {
 impl fmt::Display for EnvVarName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// A rejected name is shown back to help the caller, but cut short so that
-/// a value pasted into the name field is not echoed whole.
-fn truncate_for_message(name: &str) -> String {
-    let short: String = name.chars().take(24).filter(|c| !c.is_control()).collect();
-    if short.len() < name.len() {
-        format!("{short}…")
-    } else {
-        short
     }
 }
 
@@ -163,6 +154,13 @@ mod tests {
         ] {
             assert_eq!(code(EnvVarName::parse(bad)), "invalid_name", "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_invalid_name_is_not_echoed() {
+        let pasted = "sk-live-pasted-into-the-name-field";
+        let message = EnvVarName::parse(pasted).unwrap_err().to_string();
+        assert!(!message.contains("sk-live"), "{message}");
     }
 
     #[test]
