@@ -95,7 +95,8 @@ pub fn approval_prompt(
         ),
         (WidgetStatus::Submitted, _) => match result["reason"].as_str() {
             Some(reason) => format!(
-                "{tag} User denied {tool}. Reason: {reason}. Do not run it; ask the user how to proceed."
+                "{tag} User denied {tool}. Reason: {}. Do not run it; ask the user how to proceed.",
+                reason.trim_end_matches('.')
             ),
             None => {
                 format!("{tag} User denied {tool}. Do not run it; ask the user how to proceed.")
@@ -113,6 +114,20 @@ pub fn approval_prompt(
             )
         }
         (WidgetStatus::Pending, _) => unreachable!("pending widgets have no resume prompt"),
+    }
+}
+
+/// The resume prompt of a widget of a kind this version does not know,
+/// which can only lapse.
+pub fn lapse_prompt(tag: &str, status: WidgetStatus) -> String {
+    match status {
+        WidgetStatus::Cancelled => format!(
+            "{tag} A request was cancelled because the session was archived; nothing was given."
+        ),
+        _ => format!(
+            "{tag} A request ended without an answer ({}); nothing was given.",
+            status.as_str()
+        ),
     }
 }
 

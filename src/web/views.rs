@@ -80,6 +80,8 @@ pub struct ApprovalCard {
     /// `command`, `path` or `json`: how `input` is shown.
     pub shown_as: &'static str,
     pub input: String,
+    /// The input's other fields, when a command or path is shown on its own.
+    pub rest: Option<String>,
     pub reason: Option<String>,
 }
 
@@ -141,10 +143,10 @@ fn badge(widget: &WidgetRow) -> Option<Badge> {
     let when = widget.resolved_at.map(clock::rfc3339).unwrap_or_default();
     let who = |key: &str| result[key].as_str().unwrap_or("someone").to_owned();
     // Questions have no names; env var requests say which.
-    let what = if names.is_empty() {
-        "Question".to_owned()
-    } else {
-        format!("Request for {names}")
+    let what = match widget.kind.as_str() {
+        _ if !names.is_empty() => format!("Request for {names}"),
+        APPROVAL => "Approval request".to_owned(),
+        _ => "Question".to_owned(),
     };
     let (class, icon, text) = match widget.status {
         WidgetStatus::Pending => return None,
@@ -278,7 +280,8 @@ fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
         tool: params.tool.clone(),
         shown_as,
         input,
-        reason: params.reason,
+        rest: params.rest(),
+        reason: params.reason.clone(),
     })
 }
 

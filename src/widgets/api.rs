@@ -18,7 +18,7 @@ use super::{
     request_env_vars, submit_answers, submit_decision, submit_env_vars,
 };
 use crate::AppState;
-use crate::access::{self, Need};
+use crate::access::{self, Caller, Need};
 use crate::api::{ApiJson, parse_json};
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
@@ -83,8 +83,8 @@ async fn create_ask_user_widget(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<AskUserInput>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
-    let params = AskParams::parse(&input)?;
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let params = AskParams::parse(&input)?;
     let actor = actor_of(&principal);
     let cause = Cause {
         actor: &actor,
@@ -103,8 +103,8 @@ async fn create_ask_widget(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<AskInput>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
-    let params = AskParams::parse_simple(&input)?;
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let params = AskParams::parse_simple(&input)?;
     let actor = actor_of(&principal);
     let cause = Cause {
         actor: &actor,
@@ -123,8 +123,8 @@ async fn create_approval_widget(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<RequestApprovalInput>,
 ) -> AppResult<(StatusCode, Json<Value>)> {
-    let params = ApprovalParams::parse(&input)?;
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    let params = ApprovalParams::parse(&input)?;
     let actor = actor_of(&principal);
     let cause = Cause {
         actor: &actor,
@@ -247,9 +247,20 @@ async fn submit_widget(
         (Vec::new(), None)
     };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
-    let kind = get_widget(&mut *state.db.read.acquire().await?, &id)
-        .await?
-        .kind;
+    let row = get_widget(&mut *state.db.read.acquire().await?, &id).await?;
+    // Who may answer is settled before anything about the widget is revealed.
+    access::authorize(
+        &state,
+        Caller::Person(&user.id),
+        row.session_id.as_str(),
+        Need::Answer,
+    )
+    .await
+    .map_err(|err| match err {
+        AppError::NotFound(_) => AppError::NotFound("widget"),
+        other => other,
+    })?;
+    let kind = row.kind;
     let answer = async {
         match kind.as_str() {
             ENV_VARS => {

@@ -109,6 +109,26 @@ impl ApprovalParams {
         }
         InputDisplay::Json(serde_json::to_string_pretty(&self.input).unwrap_or_default())
     }
+
+    /// The input's other fields, as JSON, when a command or path is shown on
+    /// its own: "Always" covers the whole input, so all of it is shown.
+    pub fn rest(&self) -> Option<String> {
+        let Value::Object(map) = &self.input else {
+            return None;
+        };
+        let shown = match self.display() {
+            InputDisplay::Command(_) => ["command", "cmd"],
+            InputDisplay::Path(_) => ["path", "file_path"],
+            InputDisplay::Json(_) => return None,
+        };
+        let rest: serde_json::Map<String, Value> = map
+            .iter()
+            .filter(|(k, _)| !shown.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        (!rest.is_empty())
+            .then(|| serde_json::to_string_pretty(&Value::Object(rest)).unwrap_or_default())
+    }
 }
 
 /// The person's decision.

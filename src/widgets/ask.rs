@@ -331,11 +331,15 @@ impl AskParams {
                     format!("pick one answer to \"{}\"", q.question),
                 ));
             }
-            let other = fields
-                .iter()
-                .find(|(k, _)| *k == format!("other.{i}"))
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("");
+            // Simple widgets offer no "Other": only their options count.
+            let other = match self.simple {
+                Some(_) => "",
+                None => fields
+                    .iter()
+                    .find(|(k, _)| *k == format!("other.{i}"))
+                    .map(|(_, v)| v.as_str())
+                    .unwrap_or(""),
+            };
             if other.chars().count() > MAX_OTHER_CHARS {
                 return Err(invalid(
                     "answer_too_long",

@@ -71,6 +71,9 @@ pub enum Params {
     EnvVars(EnvVarsParams),
     Ask(AskParams),
     Approval(approval::ApprovalParams),
+    /// A kind this version does not know (written by a newer one), or
+    /// parameters it cannot read: it can still expire or be cancelled.
+    Unknown,
 }
 
 impl Params {
@@ -78,7 +81,7 @@ impl Params {
     fn audit_names(&self) -> Option<String> {
         match self {
             Self::EnvVars(p) => Some(p.name_strs().join(",")),
-            Self::Ask(_) | Self::Approval(_) => None,
+            Self::Ask(_) | Self::Approval(_) | Self::Unknown => None,
         }
     }
 
@@ -90,6 +93,7 @@ impl Params {
             }
             Self::Ask(_) => prompts::ask_prompt(tag, to, &result["answers"]),
             Self::Approval(p) => prompts::approval_prompt(tag, to, &p.tool, result),
+            Self::Unknown => prompts::lapse_prompt(tag, to),
         }
     }
 
@@ -97,7 +101,7 @@ impl Params {
     fn unanswered_result(&self) -> Value {
         match self {
             Self::EnvVars(p) => json!({ "names": p.names }),
-            Self::Ask(_) | Self::Approval(_) => json!({}),
+            Self::Ask(_) | Self::Approval(_) | Self::Unknown => json!({}),
         }
     }
 }
@@ -513,7 +517,7 @@ async fn after_resolution(
         widget: Some(widget.id.as_str()),
         names: params.audit_names(),
         scope: result["scope"].as_str(),
-        ..Default::default()
+        detail: result["decision"].as_str().map(|d| format!("decision={d}")),
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     Ok(())
@@ -703,7 +707,7 @@ pub async fn expire_due(state: &AppState) -> AppResult<usize> {
         };
         let mut sessions = Vec::new();
         for widget in &due {
-            let params = stored_params(widget)?;
+            let params = stored_params(widget).unwrap_or(Params::Unknown);
             let result = params.unanswered_result();
             transition(
                 &mut tx,
@@ -736,7 +740,7 @@ pub async fn archive_session(
     sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {
-        let params = stored_params(widget)?;
+        let params = stored_params(widget).unwrap_or(Params::Unknown);
         let result = params.unanswered_result();
         transition(
             &mut tx,

@@ -236,9 +236,16 @@ async fn inputs_are_shown_readably_and_bad_requests_have_codes() {
     assert!(page.contains("Path: <code>/etc/hosts</code>"), "{page}");
     let json_block = page
         .split("<pre class=\"json\">")
-        .nth(1)
-        .and_then(|rest| rest.split("</pre>").next())
+        .skip(1)
+        .filter_map(|rest| rest.split("</pre>").next())
+        .find(|block| block.contains("method"))
         .unwrap_or_default();
+    // A path is shown on its own, and the rest of the input beside it:
+    // "Always" would cover all of it.
+    assert!(
+        page.contains("With:") && page.contains("&#34;content&#34;: &#34;x&#34;"),
+        "{page}"
+    );
     assert!(
         json_block.starts_with("{\n  ")
             && json_block.contains("method")
@@ -285,4 +292,461 @@ async fn inputs_are_shown_readably_and_bad_requests_have_codes() {
         None,
     )
     .await;
+}
+
+// ---------------------------------------------------------------------------
+// Over MCP and in a real browser; denial after reload; unknown widget kinds.
+// ---------------------------------------------------------------------------
+
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
+
+use crate::helpers::Browser;
+use crate::webdriver::Chrome;
+
+/// A row of the approval rules table.
+const RULE_ROW: &str = r#"tr[id^="rule-"]"#;
+
+type McpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// An rmcp client connected with the agent token `token`.
+async fn mcp_connect(app: &TestApp, token: &str) -> McpClient {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url))
+        .auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the agent connects")
+}
+
+/// Calls `tool` and returns its structured result (panics on a tool error).
+async fn mcp_call(client: &McpClient, tool: &'static str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("tool arguments are a JSON object");
+    };
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.expect("structured content")
+}
+
+/// The transcript page as `browser` sees it (200).
+async fn transcript(app: &TestApp, browser: &Browser, session: &str) -> String {
+    let r = app
+        .client
+        .get(format!("{}/sessions/{session}", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.text().await.unwrap()
+}
+
+/// The `<section>` of widget `id` in a transcript page.
+fn card_of<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!(r#"id="w-{id}""#))
+        .unwrap_or_else(|| panic!("no card for {id} in {page}"));
+    let end = page[start..].find("</section>").unwrap() + start;
+    &page[start..end]
+}
+
+/// `textContent` (trimmed) of every element matching `css`.
+async fn texts_of(chrome: &Chrome, css: &str) -> Value {
+    chrome
+        .js(&format!(
+            "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"
+        ))
+        .await
+}
+
+/// Presses and releases `key` on whatever has the focus.
+async fn press(chrome: &Chrome, key: Key) {
+    let key: char = key.into();
+    let keyboard = KeyActions::new("keyboard".into())
+        .then(KeyAction::Down { value: key })
+        .then(KeyAction::Up { value: key });
+    chrome.perform_actions(keyboard).await.unwrap();
+}
+
+/// What has the focus: `[tag, name, value, text]`.
+async fn focused(chrome: &Chrome) -> Value {
+    chrome
+        .js("const e = document.activeElement; return [e.tagName, e.name || '', e.value || '', e.textContent.trim()];")
+        .await
+}
+
+#[tokio::test]
+async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let client = mcp_connect(&app, &agent).await;
+    let publish =
+        json!({ "tool": "Bash", "input": { "command": "cargo publish" }, "reason": "release" });
+
+    // The tool is listed with a closed schema: `tool` and `input` required.
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "request_approval")
+        .expect("request_approval is listed");
+    let schema = Value::Object((*tool.input_schema).clone());
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no required list: {schema}"))
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["input", "tool"], "{schema}");
+    assert_eq!(schema["additionalProperties"], false, "{schema}");
+
+    let created = mcp_call(&client, "request_approval", publish.clone()).await;
+    assert_eq!(created["status"], "pending", "{created}");
+    assert_eq!(created.as_object().unwrap().len(), 2, "{created}");
+    let id = created["widget_id"].as_str().unwrap().to_owned();
+    let stored: Value = app
+        .get(&format!("/api/v1/widgets/{id}"), &agent)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["kind"], "approval");
+    assert_eq!(stored["session_id"], session.as_str());
+    assert_eq!(
+        stored["params"],
+        json!({ "tool": "Bash", "input": { "command": "cargo publish" }, "reason": "release" })
+    );
+    assert!(app.prompts(&host, &session, 0).await.is_empty());
+
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, "alice").await;
+    let transcript_url = format!("{}/sessions/{session}", app.url);
+    chrome.open(&transcript_url).await;
+    let card = format!("#w-{id}");
+    chrome.wait_css(&format!("{card} form.approval")).await;
+    assert_eq!(
+        texts_of(&chrome, &format!("{card} h2")).await,
+        json!(["The agent wants to run Bash"])
+    );
+    assert_eq!(
+        texts_of(&chrome, &format!("{card} h2 code")).await,
+        json!(["Bash"])
+    );
+    assert_eq!(
+        texts_of(&chrome, &format!("{card} pre.command")).await,
+        json!(["$ cargo publish"])
+    );
+    assert_eq!(
+        texts_of(&chrome, &format!("{card} p.reason")).await,
+        json!(["release"])
+    );
+    assert_eq!(
+        texts_of(&chrome, &format!("{card} button")).await,
+        json!(["Deny", "Allow once", "Always allow", "Dismiss"])
+    );
+    chrome
+        .js(&format!(
+            "document.querySelector('{card}').scrollIntoView(); return true;"
+        ))
+        .await;
+    let shot = chrome.screenshot_to("approval-form.png").await;
+    assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "{shot:?}");
+
+    // Keyboard only: from the reason field, Tab to "Always allow", Enter.
+    chrome
+        .css(&format!("#w-{id}-reason"))
+        .await
+        .send_keys(&Key::Tab)
+        .await
+        .unwrap();
+    assert_eq!(
+        focused(&chrome).await,
+        json!(["BUTTON", "decision", "deny", "Deny"])
+    );
+    press(&chrome, Key::Tab).await;
+    press(&chrome, Key::Tab).await;
+    assert_eq!(
+        focused(&chrome).await,
+        json!(["BUTTON", "decision", "always", "Always allow"])
+    );
+    chrome
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&Key::Enter)
+        .await
+        .unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    assert_eq!(
+        chrome.current_url().await.unwrap().path(),
+        format!("/sessions/{session}")
+    );
+    let badge = texts_of(&chrome, &format!("{card} .badge-submitted")).await;
+    assert!(
+        badge[0]
+            .as_str()
+            .unwrap()
+            .contains("Always approved by alice"),
+        "{badge}"
+    );
+    assert_eq!(chrome.count(&format!("{card} form")).await, 0);
+    let answered: Value = app
+        .get(&format!("/api/v1/widgets/{id}"), &agent)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answered["status"], "submitted", "{answered}");
+    assert_eq!(answered["result"]["decision"], "always", "{answered}");
+    assert_eq!(answered["result"]["answered_by"], "alice", "{answered}");
+    assert_eq!(
+        last_prompt(&app, &host, &session).await,
+        "[Agor] User approved Bash for this exact input, now and in future requests. You can run it now."
+    );
+
+    // A reload shows the same decision.
+    chrome.open(&transcript_url).await;
+    chrome.wait_css("#transcript").await;
+    let badge = texts_of(&chrome, &format!("{card} .badge-submitted")).await;
+    assert!(
+        badge[0]
+            .as_str()
+            .unwrap()
+            .contains("Always approved by alice"),
+        "after a reload: {badge}"
+    );
+    assert_eq!(chrome.count(&format!("{card} form")).await, 0);
+
+    // The same request again is approved at once.
+    let again = mcp_call(&client, "request_approval", publish.clone()).await;
+    assert_eq!(again["status"], "already_present", "{again}");
+    assert_ne!(again["widget_id"], id.as_str());
+    assert_eq!(
+        last_prompt(&app, &host, &session).await,
+        "[Agor] Bash is pre-approved for this exact input (always allowed). You can run it now."
+    );
+
+    // The rule is listed on the settings page, and revoked there.
+    chrome
+        .open(&format!("{}/settings/approvals", app.url))
+        .await;
+    chrome.wait_css(RULE_ROW).await;
+    assert_eq!(chrome.count(RULE_ROW).await, 1);
+    assert_eq!(
+        texts_of(&chrome, &format!("{RULE_ROW} td code")).await,
+        json!(["Bash", r#"{"command":"cargo publish"}"#])
+    );
+    let added = texts_of(&chrome, &format!("{RULE_ROW} td.small")).await;
+    assert!(added[0].as_str().unwrap().ends_with("by alice"), "{added}");
+    chrome
+        .css(&format!("{RULE_ROW} button[type=submit]"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome.wait_css("#no-rules").await;
+    assert_eq!(chrome.count(RULE_ROW).await, 0);
+    assert_eq!(
+        chrome.current_url().await.unwrap().path(),
+        "/settings/approvals"
+    );
+
+    // Revoked: the same request asks again.
+    let third = mcp_call(&client, "request_approval", publish).await;
+    assert_eq!(third["status"], "pending", "{third}");
+    chrome.close().await;
+}
+
+#[tokio::test]
+async fn a_denied_request_shows_the_reason_after_reload() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let created = request(
+        &app,
+        &agent,
+        &session,
+        json!({ "tool": "Bash", "input": { "command": "cargo publish" }, "reason": "release" }),
+    )
+    .await;
+    assert_eq!(created["status"], "pending");
+    let id = created["widget_id"].as_str().unwrap();
+    let page = transcript(&app, &browser, &session).await;
+    assert!(
+        card_of(&page, id).contains(&format!(r#"id="w-{id}-reason" name="reason""#)),
+        "{page}"
+    );
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("reason", "not today"), ("decision", "deny")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], format!("/sessions/{session}"));
+
+    // Loaded twice (a reload): the denial and its reason stay.
+    for load in 0..2 {
+        let page = transcript(&app, &browser, &session).await;
+        let card = card_of(&page, id);
+        assert!(
+            card.contains(r#"data-status="submitted""#),
+            "{load}: {card}"
+        );
+        assert!(!card.contains("<form"), "{load}: {card}");
+        let badge = card
+            .split(r#"<p class="badge badge-denied">"#)
+            .nth(1)
+            .and_then(|rest| rest.split("</p>").next())
+            .unwrap_or_else(|| panic!("no denied badge on load {load}: {card}"));
+        assert!(badge.contains("Denied by alice"), "{load}: {badge}");
+        assert!(badge.contains("not today"), "{load}: {badge}");
+        assert!(
+            !card.contains("badge-submitted"),
+            "a denial is not shown as approved: {card}"
+        );
+    }
+    assert_eq!(
+        last_prompt(&app, &host, &session).await,
+        "[Agor] User denied Bash. Reason: not today. Do not run it; ask the user how to proceed."
+    );
+    let view: Value = app
+        .get(&format!("/api/v1/widgets/{id}"), &agent)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["result"]["decision"], "deny", "{view}");
+    assert_eq!(view["result"]["reason"], "not today", "{view}");
+}
+
+#[tokio::test]
+async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
+    let app = spawn_app().await;
+    let Scene {
+        host: _,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    // A widget this version knows, created first…
+    let env = app.pending_widget(&agent, &session, &["ANY_KEY"]).await;
+
+    // …then one written by some newer version: a kind this one does not know.
+    let future = uuid::Uuid::new_v4().to_string();
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let mut tx = app.state.db.write.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO widgets (id, session_id, kind, params, status, created_at, expires_at)
+         VALUES (?, ?, 'future_widget', '{}', 'pending', ?, ?)",
+    )
+    .bind(&future)
+    .bind(&session)
+    .bind(now)
+    .bind(now + 3_600_000)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES (?, 'widget', 'agent', ?, ?)",
+    )
+    .bind(&session)
+    .bind(&future)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let page = transcript(&app, &browser, &session).await;
+    let unknown = card_of(&page, &future);
+    assert!(unknown.contains("<h2>Unsupported widget</h2>"), "{unknown}");
+    assert!(unknown.contains("<code>future_widget</code>"), "{unknown}");
+    assert!(
+        page.contains(&format!(
+            r#"class="card widget kind-future_widget status-pending" id="w-{future}""#
+        )),
+        "{page}"
+    );
+    assert!(!unknown.contains("<form"), "{unknown}");
+    let known = card_of(&page, &env);
+    assert!(known.contains("The agent needs ANY_KEY"), "{known}");
+    assert!(known.contains(r#"name="value.ANY_KEY""#), "{known}");
+    assert!(
+        page.find(&format!(r#"id="w-{env}""#)) < page.find(&format!(r#"id="w-{future}""#)),
+        "transcript order is kept"
+    );
+
+    // Answering it is refused, as a form and as JSON, and changes nothing.
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{future}/submit"),
+            &[("decision", "once")],
+        )
+        .await;
+    assert!(r.status().is_client_error(), "{}", r.status());
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let refused = r.text().await.unwrap();
+    assert!(
+        refused.contains("Unsupported widget"),
+        "the refusal shows the transcript: {refused}"
+    );
+    assert!(
+        refused.contains(r#"data-code="unsupported_widget""#),
+        "the refused form answer carries its code (docs/api.md: `data-code`): {}",
+        card_of(&refused, &future)
+    );
+    let r = app
+        .client
+        .post(format!("{}/widgets/{future}/submit", app.url))
+        .header("cookie", &browser.cookie)
+        .header("x-csrf-token", &browser.csrf)
+        .json(&json!({ "decision": "once" }))
+        .send()
+        .await
+        .unwrap();
+    assert_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unsupported_widget",
+        None,
+    )
+    .await;
+
+    // The page still loads, both cards still there.
+    let page = transcript(&app, &browser, &session).await;
+    assert!(card_of(&page, &future).contains("Unsupported widget"));
+    assert!(card_of(&page, &env).contains(r#"name="value.ANY_KEY""#));
+
+    // The agent can still read it back.
+    let r = app.get(&format!("/api/v1/widgets/{future}"), &agent).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let view: Value = r.json().await.unwrap();
+    assert_eq!(view["kind"], "future_widget", "{view}");
+    assert_eq!(view["status"], "pending", "{view}");
+    assert_eq!(view["params"], json!({}), "{view}");
+    assert_eq!(view["session_id"], session.as_str(), "{view}");
 }
