@@ -750,3 +750,50 @@ async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
     assert_eq!(view["params"], json!({}), "{view}");
     assert_eq!(view["session_id"], session.as_str(), "{view}");
 }
+
+#[tokio::test]
+async fn a_widget_of_an_unknown_kind_still_expires_without_holding_others_up() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let known = app.pending_widget(&agent, &session, &["KNOWN_KEY"]).await;
+    let future = uuid::Uuid::new_v4().to_string();
+    sqlx::query(
+        "INSERT INTO widgets (id, session_id, kind, params, status, created_at, expires_at)
+         VALUES (?, ?, 'future_widget', 'not even json', 'pending', 0, 0)",
+    )
+    .bind(&future)
+    .bind(&session)
+    .execute(&app.state.db.write)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE widgets SET expires_at = 1 WHERE id = ?")
+        .bind(&known)
+        .execute(&app.state.db.write)
+        .await
+        .unwrap();
+
+    assert_eq!(widgetd::widgets::expire_due(&app.state).await.unwrap(), 2);
+    let statuses: Vec<String> =
+        sqlx::query_scalar("SELECT status FROM widgets ORDER BY expires_at")
+            .fetch_all(&app.state.db.read)
+            .await
+            .unwrap();
+    assert_eq!(statuses, ["expired", "expired"]);
+    let texts: Vec<String> = app
+        .prompts(&host, &session, 0)
+        .await
+        .iter()
+        .map(|p| p["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts.len(), 2);
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "[Agor] A request ended without an answer (expired); nothing was given."),
+        "{texts:?}"
+    );
+}
