@@ -298,32 +298,58 @@ pub async fn submit_answers(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session, any) = answerable(&mut tx, id, user).await?;
+    let (widget, _, any) = answerable(&mut tx, id, user).await?;
     let Params::Ask(params) = &any else {
         return Err(wrong_kind(&widget));
     };
     let answers = params.answers(fields)?;
     let by = store::user_name(&mut tx, user).await?;
     let result = AskParams::result(&answers, &by);
-    let actor = Actor::User(user.clone());
+    let answer = Answer {
+        to: WidgetStatus::Submitted,
+        result,
+        user,
+        client,
+    };
+    finish(tx, state, &widget, &any, answer).await
+}
+
+/// A person's answer to a widget, as recorded.
+struct Answer<'a> {
+    to: WidgetStatus,
+    result: Value,
+    user: &'a UserId,
+    client: &'a ClientAddr,
+}
+
+/// Ends an answer's transaction: the guarded transition with its prompt,
+/// event and audit row, then the commit and the wake-up.
+async fn finish(
+    mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    state: &AppState,
+    widget: &WidgetRow,
+    params: &Params,
+    answer: Answer<'_>,
+) -> AppResult<WidgetView> {
+    let actor = Actor::User(answer.user.clone());
     let cause = Cause {
         actor: &actor,
-        client,
+        client: answer.client,
     };
     transition(
         &mut tx,
         state,
-        &widget,
-        &any,
-        WidgetStatus::Submitted,
-        &result,
-        Some(user),
+        widget,
+        params,
+        answer.to,
+        &answer.result,
+        Some(answer.user),
         &cause,
     )
     .await?;
-    let view = get_widget(&mut tx, id).await?.into();
+    let view = get_widget(&mut tx, &widget.id).await?.into();
     tx.commit().await?;
-    state.hub.publish(&session.id);
+    state.hub.publish(&widget.session_id);
     Ok(view)
 }
 
@@ -418,26 +444,13 @@ pub async fn submit_decision(
     };
     let by = store::user_name(&mut tx, user).await?;
     let result = approval::result(decision, reason.as_deref(), &by, rule.as_deref());
-    let actor = Actor::User(user.clone());
-    let cause = Cause {
-        actor: &actor,
+    let answer = Answer {
+        to: WidgetStatus::Submitted,
+        result,
+        user,
         client,
     };
-    transition(
-        &mut tx,
-        state,
-        &widget,
-        &any,
-        WidgetStatus::Submitted,
-        &result,
-        Some(user),
-        &cause,
-    )
-    .await?;
-    let view = get_widget(&mut tx, id).await?.into();
-    tx.commit().await?;
-    state.hub.publish(&session.id);
-    Ok(view)
+    finish(tx, state, &widget, &any, answer).await
 }
 
 /// Waits up to `seconds` for `widget` to leave `pending`. When it was
@@ -613,22 +626,7 @@ pub async fn submit_env_vars(
     let submitter = store::user_name(&mut tx, user).await?;
     let result =
         json!({ "names": params.names, "scope": scope.as_str(), "submitted_by": submitter });
-    let actor = Actor::User(user.clone());
-    let cause = Cause {
-        actor: &actor,
-        client,
-    };
-    transition(
-        &mut tx,
-        state,
-        &widget,
-        &any,
-        WidgetStatus::Submitted,
-        &result,
-        Some(user),
-        &cause,
-    )
-    .await?;
+    // The values are written in the same transaction as the transition.
     for (name, value) in &submission.values {
         secrets::set_value(
             &mut tx,
@@ -652,10 +650,13 @@ pub async fn submit_env_vars(
             .await?;
         }
     }
-    let view = get_widget(&mut tx, id).await?.into();
-    tx.commit().await?;
-    state.hub.publish(&session.id);
-    Ok(view)
+    let answer = Answer {
+        to: WidgetStatus::Submitted,
+        result,
+        user,
+        client,
+    };
+    finish(tx, state, &widget, &any, answer).await
 }
 
 /// A person declines to answer.
@@ -666,30 +667,17 @@ pub async fn dismiss_widget(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session, params) = answerable(&mut tx, id, user).await?;
+    let (widget, _, params) = answerable(&mut tx, id, user).await?;
     let by = store::user_name(&mut tx, user).await?;
     let mut result = params.unanswered_result();
     result["dismissed_by"] = json!(by);
-    let actor = Actor::User(user.clone());
-    let cause = Cause {
-        actor: &actor,
+    let answer = Answer {
+        to: WidgetStatus::Dismissed,
+        result,
+        user,
         client,
     };
-    transition(
-        &mut tx,
-        state,
-        &widget,
-        &params,
-        WidgetStatus::Dismissed,
-        &result,
-        Some(user),
-        &cause,
-    )
-    .await?;
-    let view = get_widget(&mut tx, id).await?.into();
-    tx.commit().await?;
-    state.hub.publish(&session.id);
-    Ok(view)
+    finish(tx, state, &widget, &params, answer).await
 }
 
 /// Expires every pending widget whose TTL has passed. Returns how many.
