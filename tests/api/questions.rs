@@ -1000,3 +1000,49 @@ async fn an_abandoned_wait_over_mcp_still_delivers_the_answer() {
         "the answer reached nobody"
     );
 }
+
+#[tokio::test]
+async fn a_simple_question_over_mcp_waits_for_a_radio_answer() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let client = connect(&app, &agent).await;
+    let question = json!({ "question": "Which region?", "widget": "radio", "options": ["EU", "US"], "wait_seconds": 20 });
+    let waiting = tokio::spawn(async move { call(&client, "ask", question).await });
+    let id = first_widget_id(&app).await;
+    let page = transcript_html(&app, &browser, &session).await;
+    let pending = card(&page, &id);
+    assert!(
+        pending.contains(r#"type="radio" name="answer.0" value="EU""#)
+            && !pending.contains("other.0"),
+        "{pending}"
+    );
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("answer.0", "US")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    let result = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = result.structured_content.expect("structured content");
+    assert_eq!(answer["status"], "submitted");
+    assert_eq!(answer["answers"], json!({ "Which region?": "US" }));
+    // Delivered through the call: the host has nothing left to hand out.
+    assert!(prompt_texts(&app, &host, &session).await.is_empty());
+    let reloaded = transcript_html(&app, &browser, &session).await;
+    let answered = card(&reloaded, &id);
+    assert!(
+        answered.contains("badge-submitted") && answered.contains("<dd>US</dd>"),
+        "{answered}"
+    );
+}
