@@ -63,19 +63,48 @@ impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for ApiJson<T> 
 /// Deserializes JSON, turning errors into messages that quote no input.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let message = match inner.classify() {
-            Category::Syntax | Category::Eof | Category::Io => format!(
-                "the body is not valid JSON (line {}, column {})",
-                inner.line(),
-                inner.column()
-            ),
-            Category::Data => format!("{} (at `{path}`)", describe_data_error(&inner.to_string())),
-        };
-        bad_request("invalid_body", message)
-    })
+    serde_path_to_error::deserialize(&mut de).map_err(invalid_body)
+}
+
+/// Deserializes an already parsed JSON value (an MCP tool's arguments) with
+/// the same care and the same errors as a REST body.
+pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value) -> AppResult<T> {
+    serde_path_to_error::deserialize(value).map_err(invalid_body)
+}
+
+/// `400 invalid_body` naming where and what is wrong, quoting nothing sent.
+fn invalid_body(err: serde_path_to_error::Error<serde_json::Error>) -> AppError {
+    let mut segments: Vec<String> = err.path().iter().map(segment_text).collect();
+    let inner = err.into_inner();
+    // The path of an unknown field ends in the unknown key itself, which
+    // may be anything the caller typed: name its parent instead.
+    if inner.to_string().starts_with("unknown field") {
+        segments.pop();
+    }
+    let path = if segments.is_empty() {
+        ".".to_owned()
+    } else {
+        segments.join(".")
+    };
+    let message = match inner.classify() {
+        Category::Syntax | Category::Eof | Category::Io => format!(
+            "the body is not valid JSON (line {}, column {})",
+            inner.line(),
+            inner.column()
+        ),
+        Category::Data => format!("{} (at `{path}`)", describe_data_error(&inner.to_string())),
+    };
+    bad_request("invalid_body", message)
+}
+
+fn segment_text(segment: &serde_path_to_error::Segment) -> String {
+    use serde_path_to_error::Segment;
+    match segment {
+        Segment::Seq { index } => index.to_string(),
+        Segment::Map { key } => key.clone(),
+        Segment::Enum { variant } => variant.clone(),
+        Segment::Unknown => "?".to_owned(),
+    }
 }
 
 /// Deserializes a query string (`None` = no query) with the same care.
@@ -88,11 +117,23 @@ pub fn parse_query<T: DeserializeOwned>(query: Option<&str>) -> AppResult<T> {
 /// keep the field names and the "expected …" part only.
 fn describe_data_error(text: &str) -> String {
     let text = text.split(" at line ").next().unwrap_or_default();
-    if ["unknown field", "missing field", "duplicate field"]
+    // "missing field `x`" and "duplicate field `x`" name our own fields.
+    if ["missing field", "duplicate field"]
         .iter()
         .any(|p| text.starts_with(p))
     {
         return text.to_owned();
+    }
+    // "unknown field `<whatever was sent>`, expected …": a key may be
+    // anything the caller typed, so only the allowed ones are named.
+    if text.starts_with("unknown field") {
+        return match text.find(", expected ") {
+            Some(at) => format!(
+                "unknown field; allowed: {}",
+                &text[at + ", expected ".len()..]
+            ),
+            None => "unknown field".to_owned(),
+        };
     }
     // Any quoted input stands before the last ", expected"; what follows it
     // describes our own types.
@@ -143,9 +184,12 @@ mod tests {
         assert!(
             message(r#"{"value": "x", "flag": "yes"}"#).contains("expected a boolean (at `flag`)")
         );
+        let unknown = message(r#"{"value": "x", "extra-CANARY": 1}"#);
         assert!(
-            message(r#"{"value": "x", "extra": 1}"#).contains("unknown field `extra`, expected")
+            unknown.contains("unknown field; allowed: `value`"),
+            "{unknown}"
         );
+        assert!(!unknown.contains("CANARY"), "{unknown}");
         assert!(message(r#"{}"#).contains("missing field `value`"));
         assert!(message(r#"{"value": "#).contains("not valid JSON"));
     }

@@ -7,11 +7,13 @@
 //! each POST is answered on its own, and nothing about the agent outlives
 //! the request except what the tools write to the database.
 
+mod inflight;
 mod tools;
 
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, ORIGIN};
@@ -26,19 +28,26 @@ use crate::auth::tokens::{self, AGENT_TOKEN_PREFIX};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::sessions;
+use crate::widgets::delivery;
 
+use inflight::{CallKey, InFlight, Message, Peek};
 use tools::AgentTools;
 
+/// Largest `/mcp` request body read.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
 /// The caller of an MCP request, as the middleware authenticated it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct AgentSession {
     session_id: SessionId,
     client: ClientAddr,
+    inflight: InFlight,
 }
 
 /// The `/mcp` endpoint, authenticated by agent token.
 pub fn router(state: &AppState) -> Router<AppState> {
     let server = AgentTools::new(state.clone());
+    let inflight = InFlight::default();
     let config = StreamableHttpServerConfig::default()
         // Stateless: no `Mcp-Session-Id` to track, and every request is
         // authenticated on its own.
@@ -53,23 +62,109 @@ pub fn router(state: &AppState) -> Router<AppState> {
     );
     Router::new()
         .route_service("/mcp", service)
-        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .route_layer(middleware::from_fn_with_state(
+            (state.clone(), inflight),
+            authenticate,
+        ))
 }
 
-/// Refuses foreign browser origins and anything but a live agent token, and
-/// hands the tools who is calling.
+/// Refuses foreign browser origins and anything but a live agent token,
+/// hands the tools who is calling, and keeps track of tool calls under way
+/// so that a cancellation reaches them (see [`inflight`]).
 async fn authenticate(
-    State(state): State<AppState>,
+    State((state, inflight)): State<(AppState, InFlight)>,
     client: ClientAddr,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> AppResult<Response> {
     check_origin(&state, request.headers())?;
     let session_id = agent_session(&state, request.headers()).await?;
-    request
-        .extensions_mut()
-        .insert(AgentSession { session_id, client });
-    Ok(next.run(request).await)
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| AppError::BadRequest {
+            code: "body_unreadable",
+            message: "the request body could not be read (is it over 4 MiB?)".into(),
+        })?;
+    let message = serde_json::from_slice::<Peek>(&bytes).map_or(Message::Other, Peek::classify);
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(AgentSession {
+        session_id: session_id.clone(),
+        client,
+        inflight: inflight.clone(),
+    });
+    match message {
+        Message::Cancelled(id) => {
+            inflight.cancel(&CallKey::new(&session_id, &id));
+            Ok(next.run(request).await)
+        }
+        Message::ToolCall(id) => {
+            let key = CallKey::new(&session_id, &id);
+            inflight.start(&key);
+            let response = without_echo(next.run(request).await).await;
+            Ok(finish_when_sent(state, inflight, key, response))
+        }
+        Message::Other => Ok(without_echo(next.run(request).await).await),
+    }
+}
+
+/// rmcp's JSON-RPC errors repeat what the client sent (an unknown method's
+/// name, serde's "invalid type: string \"…\"" for malformed params). An
+/// error response here gets a fixed message for its code instead.
+async fn without_echo(response: Response) -> Response {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        #[serde(default)]
+        id: serde_json::Value,
+        error: Option<ErrorCode>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorCode {
+        code: i64,
+    }
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let Ok(Reply {
+        id,
+        error: Some(ErrorCode { code }),
+    }) = serde_json::from_slice(&bytes)
+    else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let message = match code {
+        -32700 => "parse error: the body is not valid JSON",
+        -32600 => "invalid request: not a JSON-RPC 2.0 request this server accepts",
+        -32601 => "method not found",
+        -32602 => "invalid params: check them against the method's schema",
+        _ => "the request was refused",
+    };
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body.to_string()))
+}
+
+/// Ends the call's registration once its response body is gone, and
+/// acknowledges the answer it carried only if the body went out whole.
+fn finish_when_sent(
+    state: AppState,
+    inflight: InFlight,
+    key: CallKey,
+    response: Response,
+) -> Response {
+    delivery::on_body_end(response, move |sent| {
+        if let (true, Some(answered)) = (sent, inflight.finish(&key)) {
+            tokio::spawn(async move { delivery::acknowledge(&state, &answered).await });
+        }
+    })
 }
 
 /// A browser sends `Origin`; only pages of this daemon may reach `/mcp` from

@@ -5,7 +5,7 @@
 
 use axum::http::request::Parts;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
@@ -13,8 +13,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AgentSession;
+use super::inflight::CallKey;
 use crate::AppState;
 use crate::access::{self, Caller, Need};
+use crate::api::parse_value;
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
 use crate::widgets::{self, Cause, RequestEnvVarsInput, WidgetId, WidgetView};
@@ -76,17 +78,31 @@ impl AgentTools {
 
     /// Waits for the answer unless the caller goes away first: rmcp keeps
     /// running a handler whose client disconnected and only cancels its
-    /// token, and an answer "delivered" to nobody must stay queued.
+    /// token, and a client that gives up sends `notifications/cancelled`.
+    /// An answer handed back here is acknowledged only once the response
+    /// has gone out whole (see `super::inflight`); until then its prompt
+    /// stays queued for the agent host.
     async fn wait(
         &self,
         ctx: &RequestContext<RoleServer>,
         created: widgets::Created,
         wait: u64,
     ) -> AppResult<Value> {
-        tokio::select! {
-            answer = widgets::after_waiting(&self.state, created, wait) => answer,
-            () = ctx.ct.cancelled() => Err(AppError::Internal(anyhow::anyhow!("the MCP caller went away while waiting"))),
+        let agent = caller(ctx)?;
+        let key = CallKey::new(
+            &agent.session_id,
+            &serde_json::to_value(&ctx.id).map_err(anyhow::Error::from)?,
+        );
+        let cancelled = agent.inflight.token(&key).unwrap_or_default();
+        let waited = tokio::select! {
+            waited = widgets::after_waiting(&self.state, created, wait) => waited?,
+            () = ctx.ct.cancelled() => return Err(gone()),
+            () = cancelled.cancelled() => return Err(gone()),
+        };
+        if let Some(answered) = waited.answered {
+            agent.inflight.answered(&key, answered);
         }
+        Ok(waited.body)
     }
 
     async fn approval(
@@ -139,13 +155,14 @@ impl AgentTools {
     /// Status `already_present`: every name is already configured, so you
     /// can proceed now.
     /// NEVER ask the user to paste secret values into the chat.
-    #[tool]
+    #[tool(input_schema = schema::<RequestEnvVarsInput>())]
     async fn request_env_vars(
         &self,
-        Parameters(input): Parameters<RequestEnvVarsInput>,
+        Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        respond(self.create_env_vars_widget(&ctx, input).await)
+        let call = async { self.create_env_vars_widget(&ctx, parse_args(args)?).await };
+        respond(call.await)
     }
 
     /// Ask the user 1 to 4 multiple-choice questions, shown as a form in the
@@ -158,34 +175,36 @@ impl AgentTools {
     /// `wait_seconds` (at most 300) it waits and returns the answers; if the
     /// time runs out it returns `pending` and the answers still arrive as a
     /// message later. There is never a default answer on timeout.
-    #[tool]
+    #[tool(input_schema = schema::<widgets::AskUserInput>())]
     async fn ask_user(
         &self,
-        Parameters(input): Parameters<widgets::AskUserInput>,
+        Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let params = widgets::AskParams::parse(&input);
-        respond(
-            self.question(&ctx, widgets::ASK_USER, params, input.wait_seconds)
-                .await,
-        )
+        let call = async {
+            let input: widgets::AskUserInput = parse_args(args)?;
+            let params = widgets::AskParams::parse(&input);
+            (self.question(&ctx, widgets::ASK_USER, params, input.wait_seconds)).await
+        };
+        respond(call.await)
     }
 
     /// Ask the user one simple question: `confirm` (Yes / No by default),
     /// `buttons`, `select`, `radio` or `checkbox` (several choices,
     /// comma-joined), with an optional preselected `default`. Returns and
     /// waits exactly like `ask_user`.
-    #[tool]
+    #[tool(input_schema = schema::<widgets::AskInput>())]
     async fn ask(
         &self,
-        Parameters(input): Parameters<widgets::AskInput>,
+        Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let params = widgets::AskParams::parse_simple(&input);
-        respond(
-            self.question(&ctx, widgets::ASK, params, input.wait_seconds)
-                .await,
-        )
+        let call = async {
+            let input: widgets::AskInput = parse_args(args)?;
+            let params = widgets::AskParams::parse_simple(&input);
+            (self.question(&ctx, widgets::ASK, params, input.wait_seconds)).await
+        };
+        respond(call.await)
     }
 
     /// Ask the user before running a tool: they see the tool and its input
@@ -194,13 +213,13 @@ impl AgentTools {
     /// later identical requests at once (`already_present`) until the user
     /// revokes it. Returns and waits like `ask_user`; without waiting, END
     /// YOUR TURN and do not run the tool until the answer arrives.
-    #[tool]
+    #[tool(input_schema = schema::<widgets::approval::RequestApprovalInput>())]
     async fn request_approval(
         &self,
-        Parameters(input): Parameters<widgets::approval::RequestApprovalInput>,
+        Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        respond(self.approval(&ctx, input).await)
+        respond(async { self.approval(&ctx, parse_args(args)?).await }.await)
     }
 
     /// The current state of a widget you created in this session: its
@@ -208,13 +227,20 @@ impl AgentTools {
     /// or `already_present`), its parameters and its result (names and
     /// scope, never a value). There is no need to poll: you are resumed
     /// with a message when the widget resolves.
-    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    #[tool(
+        input_schema = schema::<WidgetStatusInput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
     async fn get_widget_status(
         &self,
-        Parameters(input): Parameters<WidgetStatusInput>,
+        Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        respond(self.widget_status(&ctx, &input.widget_id).await)
+        let call = async {
+            let input: WidgetStatusInput = parse_args(args)?;
+            self.widget_status(&ctx, &input.widget_id).await
+        };
+        respond(call.await)
     }
 }
 
@@ -239,6 +265,27 @@ fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
                 "an MCP tool was called without an authenticated agent session"
             ))
         })
+}
+
+/// The JSON schema of a tool's arguments, as `tools/list` shows it.
+fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("the schema of {}: {e}", std::any::type_name::<T>()))
+}
+
+/// A tool's arguments, parsed as a REST body is: a refusal is the
+/// documented `invalid_body` error naming the field path, never quoting
+/// what was sent (rmcp's own parsing would quote it).
+fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> {
+    parse_value(Value::Object(args))
+}
+
+/// A wait that ended because its caller gave up; nobody reads this.
+fn gone() -> AppError {
+    AppError::Conflict {
+        code: "request_cancelled",
+        message: "the caller cancelled the request; the answer stays queued as a prompt".into(),
+    }
 }
 
 fn respond(result: AppResult<Value>) -> CallToolResult {

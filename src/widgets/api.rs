@@ -82,7 +82,7 @@ async fn create_ask_user_widget(
     client: ClientAddr,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<AskUserInput>,
-) -> AppResult<(StatusCode, Json<Value>)> {
+) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     let params = AskParams::parse(&input)?;
     let actor = actor_of(&principal);
@@ -91,8 +91,8 @@ async fn create_ask_user_widget(
         client: &client,
     };
     let wait = check_wait(input.wait_seconds)?;
-    let answer = ask_and_wait(&state, &session.id, ASK_USER, params, wait, cause).await?;
-    Ok((StatusCode::CREATED, Json(answer)))
+    let waited = ask_and_wait(&state, &session.id, ASK_USER, params, wait, cause).await?;
+    Ok(waited.into_response(&state, StatusCode::CREATED))
 }
 
 /// `POST /api/v1/sessions/{id}/widgets/ask`: the REST twin of `ask`.
@@ -102,7 +102,7 @@ async fn create_ask_widget(
     client: ClientAddr,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<AskInput>,
-) -> AppResult<(StatusCode, Json<Value>)> {
+) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     let params = AskParams::parse_simple(&input)?;
     let actor = actor_of(&principal);
@@ -111,8 +111,8 @@ async fn create_ask_widget(
         client: &client,
     };
     let wait = check_wait(input.wait_seconds)?;
-    let answer = ask_and_wait(&state, &session.id, ASK, params, wait, cause).await?;
-    Ok((StatusCode::CREATED, Json(answer)))
+    let waited = ask_and_wait(&state, &session.id, ASK, params, wait, cause).await?;
+    Ok(waited.into_response(&state, StatusCode::CREATED))
 }
 
 /// `POST /api/v1/sessions/{id}/widgets/approval`: the REST twin of `request_approval`.
@@ -122,7 +122,7 @@ async fn create_approval_widget(
     client: ClientAddr,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<RequestApprovalInput>,
-) -> AppResult<(StatusCode, Json<Value>)> {
+) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     let params = ApprovalParams::parse(&input)?;
     let actor = actor_of(&principal);
@@ -131,8 +131,8 @@ async fn create_approval_widget(
         client: &client,
     };
     let created = request_approval(&state, &session.id, params, cause).await?;
-    let answer = after_waiting(&state, created, check_wait(input.wait_seconds)?).await?;
-    Ok((StatusCode::CREATED, Json(answer)))
+    let waited = after_waiting(&state, created, check_wait(input.wait_seconds)?).await?;
+    Ok(waited.into_response(&state, StatusCode::CREATED))
 }
 
 /// `GET /api/v1/widgets/{id}`: the sanitized state, to the widget's agent

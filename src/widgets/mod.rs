@@ -10,6 +10,7 @@
 pub mod api;
 pub mod approval;
 mod ask;
+pub mod delivery;
 mod env_vars;
 mod store;
 
@@ -22,6 +23,7 @@ pub use crate::ids::WidgetId;
 pub use ask::{
     ASK, ASK_USER, AskInput, AskOption, AskParams, AskUserInput, Question, SimpleKind, check_wait,
 };
+pub use delivery::{Answered, Waited};
 pub use env_vars::{
     EnvVarsParams, RequestEnvVarsInput, ScopeChoice, Submission, SubmissionJson, USE_SAVED_FIELD,
     VALUE_FIELD, VariableMeta,
@@ -362,7 +364,7 @@ pub async fn ask_and_wait(
     params: AskParams,
     wait: u64,
     cause: Cause<'_>,
-) -> AppResult<Value> {
+) -> AppResult<Waited> {
     let created = request_question(state, session, kind, params, cause).await?;
     after_waiting(state, created, wait).await
 }
@@ -370,26 +372,40 @@ pub async fn ask_and_wait(
 /// `{widget_id, status}` at once when `wait` is 0; otherwise waits up to
 /// `wait` seconds and adds the `result` (and `answers` for questions), or
 /// says plainly that nothing came in time and the answer will be a prompt.
-pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> AppResult<Value> {
+/// The prompt of an answer handed back here stays queued until the caller
+/// has the response (see [`delivery`]).
+pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> AppResult<Waited> {
     if wait == 0 || created.status != WidgetStatus::Pending {
-        return Ok(json!({ "widget_id": created.widget_id, "status": created.status }));
+        let body = json!({ "widget_id": created.widget_id, "status": created.status });
+        return Ok(Waited {
+            body,
+            answered: None,
+        });
     }
     let view = wait_for_answer(state, &created.widget_id, wait).await?;
-    Ok(match view.status {
-        WidgetStatus::Pending => json!({
+    if view.status == WidgetStatus::Pending {
+        let body = json!({
             "widget_id": view.widget_id,
             "status": "pending",
             "message": format!("No answer within {wait} seconds. End your turn: the answer will arrive as a queued prompt."),
-        }),
-        status => {
-            let result = view.result.clone().unwrap_or(Value::Null);
-            let mut answer =
-                json!({ "widget_id": view.widget_id, "status": status, "result": result });
-            if let Some(answers) = result.get("answers") {
-                answer["answers"] = answers.clone();
-            }
-            answer
-        }
+        });
+        return Ok(Waited {
+            body,
+            answered: None,
+        });
+    }
+    let result = view.result.clone().unwrap_or(Value::Null);
+    let mut body = json!({ "widget_id": view.widget_id, "status": view.status, "result": result });
+    if let Some(answers) = result.get("answers") {
+        body["answers"] = answers.clone();
+    }
+    let answered = Answered {
+        session: view.session_id.clone(),
+        widget: view.widget_id.clone(),
+    };
+    Ok(Waited {
+        body,
+        answered: Some(answered),
     })
 }
 
@@ -466,9 +482,6 @@ pub async fn wait_for_answer(
     loop {
         let row = get_widget(&mut *state.db.read.acquire().await?, widget).await?;
         if row.status != WidgetStatus::Pending {
-            let mut tx = state.db.begin_write().await?;
-            prompts::ack_widget(&mut tx, &row.session_id, &row.id).await?;
-            tx.commit().await?;
             return Ok(row.into());
         }
         if tokio::time::Instant::now() >= deadline {

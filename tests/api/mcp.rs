@@ -241,7 +241,8 @@ async fn invalid_arguments_come_back_as_tool_errors_with_stable_codes() {
     // An unknown key is refused, naming the allowed ones.
     let typo = json!({ "nmes": ["A_KEY"], "reason": "r" });
     let text = error_text(&call(&client, "request_env_vars", typo).await);
-    assert!(text.contains("unknown field `nmes`"), "{text}");
+    assert!(text.contains("unknown field; allowed:"), "{text}");
+    assert!(!text.contains("nmes"), "the unknown key is not repeated: {text}");
     assert!(
         text.contains("`names`") && text.contains("`variable_metadata`"),
         "{text}"
@@ -343,4 +344,82 @@ async fn an_archived_sessions_agent_token_is_refused() {
     assert!(connect(&app, Some(&s.agent)).await.is_err());
     let response = raw_initialize(&app, Some(&s.agent), &[]).await;
     assert_error(response, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
+}
+
+/// Wrong tool arguments get the REST body's `invalid_body` error with the
+/// field path, over every tool, and never quote what was sent: the agent may
+/// have put a secret where a name belongs.
+#[tokio::test]
+async fn bad_tool_arguments_get_invalid_body_without_quoting_input() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let canary = "sk-live-CANARY-4d1e";
+    let cases = [
+        (
+            "request_env_vars",
+            json!({ "names": canary, "reason": "x" }),
+            "names",
+        ),
+        (
+            "request_env_vars",
+            json!({ "names": ["A_KEY"], "reason": "x", canary: 1 }),
+            "unknown field",
+        ),
+        (
+            "request_env_vars",
+            json!({ "reason": canary }),
+            "missing field `names`",
+        ),
+        (
+            "ask",
+            json!({ "question": "Go?", "widget": canary }),
+            "widget",
+        ),
+        (
+            "ask_user",
+            json!({ "questions": [{ "question": canary }] }),
+            "questions.0",
+        ),
+        (
+            "request_approval",
+            json!({ "tool": "Bash", "input": {}, "wait_seconds": canary }),
+            "wait_seconds",
+        ),
+        (
+            "get_widget_status",
+            json!({ "widget_id": [canary] }),
+            "widget_id",
+        ),
+    ];
+    for (tool, arguments, says) in cases {
+        let result = call(&client, tool, arguments).await;
+        let text = error_text(&result);
+        assert_eq!(error_code(&result), "invalid_body", "{tool}: {text}");
+        assert!(text.contains(says), "{tool}: {text}");
+        assert!(!text.contains("CANARY"), "{tool} quoted its input: {text}");
+    }
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+}
+
+/// A JSON-RPC method we do not know is refused without repeating its name.
+#[tokio::test]
+async fn an_unknown_method_is_not_echoed() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let r = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(&s.agent)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({ "jsonrpc": "2.0", "id": 3, "method": "sk-live-CANARY-9a0b", "params": {} }))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(!text.contains("CANARY"), "{status}: {text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["code"], -32601, "{text}");
+    assert_eq!(body["id"], 3, "{text}");
 }

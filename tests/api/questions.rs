@@ -173,6 +173,22 @@ async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String
 }
 
 /// Waits until the (only) widget row exists; returns its id.
+/// Waits (at most 10 s) until the widget's prompt is acknowledged, which
+/// happens just after the response carrying its answer was sent.
+async fn acked_eventually(app: &TestApp, widget: &str) {
+    let sql = format!(
+        "SELECT count(*) FROM prompts WHERE widget_id = '{widget}' AND acked_at IS NOT NULL"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.count(&sql).await != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the prompt of {widget} was never acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn first_widget_id(app: &TestApp) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -503,15 +519,10 @@ async fn wait_seconds_returns_the_answer_or_pending() {
         json!({ "Which database?": "SQLite", "Regions?": "EU, APAC" }),
         "{body}"
     );
-    // Delivered through the call and acknowledged: the host gets nothing.
+    // Delivered through the call and acknowledged once the response was
+    // sent: the host gets nothing.
+    acked_eventually(&app, &id).await;
     assert!(app.prompts(&host, &session, 0).await.is_empty());
-    assert_eq!(
-        app.count(&format!(
-            "SELECT count(*) FROM prompts WHERE widget_id = '{id}' AND acked_at IS NOT NULL"
-        ))
-        .await,
-        1
-    );
 
     // (b) Nobody answers in time: `pending`, never a default answer.
     let started = Instant::now();
@@ -1038,11 +1049,80 @@ async fn a_simple_question_over_mcp_waits_for_a_radio_answer() {
     assert_eq!(answer["status"], "submitted");
     assert_eq!(answer["answers"], json!({ "Which region?": "US" }));
     // Delivered through the call: the host has nothing left to hand out.
+    acked_eventually(&app, &id).await;
     assert!(prompt_texts(&app, &host, &session).await.is_empty());
     let reloaded = transcript_html(&app, &browser, &session).await;
     let answered = card(&reloaded, &id);
     assert!(
         answered.contains("badge-submitted") && answered.contains("<dd>US</dd>"),
         "{answered}"
+    );
+}
+
+/// A client whose own request timeout fires sends `notifications/cancelled`
+/// as a separate POST and abandons the call, whose connection stays open
+/// (as the TypeScript SDK does). The answer given afterwards must not be
+/// written into the abandoned call and marked delivered: it stays queued
+/// for the agent host.
+#[tokio::test]
+async fn a_cancelled_wait_over_mcp_leaves_the_answer_queued() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let (_, other_agent) = app.session(&host).await;
+    let mcp_as = |token: &str, body: Value| {
+        app.client
+            .post(format!("{}/mcp", app.url))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body)
+            .send()
+    };
+    let call = json!({
+        "jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+        "params": { "name": "ask", "arguments": { "question": "Deploy now?", "wait_seconds": 20 } }
+    });
+    let waiting = tokio::spawn(mcp_as(&agent, call));
+    let id = first_widget_id(&app).await;
+
+    // Another session's agent cannot cancel it by naming the same id.
+    let cancel = json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": "call-7", "reason": "request timed out" }
+    });
+    let r = mcp_as(&other_agent, cancel.clone()).await.unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "a stranger cancelled the call");
+    let r = mcp_as(&agent, cancel).await.unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("answer.0", "Yes")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    let response = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the cancelled call ended")
+        .unwrap()
+        .unwrap();
+    let text = response.text().await.unwrap();
+    assert!(
+        !text.contains(r#""submitted""#),
+        "the answer went into a cancelled call: {text}"
+    );
+    assert!(text.contains("request_cancelled"), "{text}");
+    assert_eq!(
+        prompt_texts(&app, &host, &session).await,
+        [r#"[Agor] User answered: {"Deploy now?":"Yes"}"#],
+        "the answer was lost with the abandoned call"
     );
 }

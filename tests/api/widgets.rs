@@ -352,7 +352,7 @@ async fn agent_input_is_validated_with_stable_codes_and_nothing_is_created() {
         )
         .await;
     let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
-    assert!(message.contains("unknown field `value`, expected one of `names`, `reason`, `instructions`, `default_scope`, `variable_metadata`"), "{message}");
+    assert!(message.contains("unknown field; allowed: one of `names`, `reason`, `instructions`, `default_scope`, `variable_metadata`"), "{message}");
     let r = app
         .request_env_vars(
             &agent,
