@@ -118,6 +118,15 @@ impl SecretValue {
     pub fn expose(&self) -> &str {
         self.0.expose_secret()
     }
+
+    /// The value with CRLF line ends turned into LF. Browsers send every
+    /// line end of a `<textarea>` as CRLF, which breaks PEM and SSH keys.
+    pub fn with_lf_line_ends(self) -> Self {
+        if !self.expose().contains('\r') {
+            return self;
+        }
+        Self(self.expose().replace("\r\n", "\n").into())
+    }
 }
 
 #[cfg(test)]

@@ -197,6 +197,8 @@ pub struct Submission {
     pub scope: Option<ScopeChoice>,
     pub values: Vec<(EnvVarName, SecretValue)>,
     pub use_saved: Vec<EnvVarName>,
+    /// Whether it came from the browser form (whose line ends are CRLF).
+    pub from_form: bool,
 }
 
 /// The JSON shape of a submission.
@@ -246,7 +248,10 @@ impl Submission {
     /// "use the saved value" box is not an answer; any other empty value is.
     pub fn from_form(fields: Vec<(String, SecretString)>) -> AppResult<Self> {
         use secrecy::ExposeSecret;
-        let mut sub = Submission::default();
+        let mut sub = Submission {
+            from_form: true,
+            ..Default::default()
+        };
         let mut typed = Vec::new();
         for (key, value) in fields {
             if key == "scope" {
@@ -274,6 +279,30 @@ impl Submission {
                 .push((name.clone(), SecretValue::parse(&name, value)?));
         }
         Ok(sub)
+    }
+
+    /// The values as the person meant them: a browser sends the line ends
+    /// of a multi-line field as CRLF, so those become LF. Values typed into
+    /// single-line fields, and JSON submissions, are kept byte for byte.
+    pub fn with_meant_line_ends(mut self, params: &EnvVarsParams) -> Self {
+        if !self.from_form {
+            return self;
+        }
+        let multiline = |name: &EnvVarName| {
+            params
+                .variable_metadata
+                .get(name.as_str())
+                .is_some_and(|m| m.multiline)
+        };
+        self.values = self
+            .values
+            .into_iter()
+            .map(|(name, value)| match multiline(&name) {
+                true => (name, value.with_lf_line_ends()),
+                false => (name, value),
+            })
+            .collect();
+        self
     }
 
     /// Checks that the answer covers exactly the requested names, each once.

@@ -623,6 +623,7 @@ pub async fn submit_env_vars(
         return Err(wrong_kind(&widget));
     };
     submission.check_names(params)?;
+    let submission = submission.with_meant_line_ends(params);
     for name in &submission.use_saved {
         if !secrets::has_global(&mut tx, &session.creator_id, name).await? {
             return Err(AppError::invalid(
@@ -631,7 +632,12 @@ pub async fn submit_env_vars(
             ));
         }
     }
-    let scope = submission.scope.unwrap_or(params.default_scope);
+    // Reused values stay global whatever the form's scope said; when every
+    // name was reused, the answer is a global one.
+    let scope = match submission.values.is_empty() {
+        true => ScopeChoice::Global,
+        false => submission.scope.unwrap_or(params.default_scope),
+    };
     let target = match scope {
         ScopeChoice::Global => Target::Global,
         ScopeChoice::Session => Target::Session(session.id.clone()),

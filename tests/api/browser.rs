@@ -1020,3 +1020,63 @@ async fn no_page_shows_a_stored_value() {
         }
     }
 }
+
+/// A throwaway Ed25519 key made for this test only; it guards nothing.
+const TEST_SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACCqvreWYu/OC+Jclp9uKm8Hcaytfz7+6s6I9cyARlk0kwAAAJAdOlRWHTpU
+VgAAAAtzc2gtZWQyNTUxOQAAACCqvreWYu/OC+Jclp9uKm8Hcaytfz7+6s6I9cyARlk0kw
+AAAEDph6dn11ng1I4lQHNS4lxdoRoqeBs042WKUNlgGj0tD6q+t5Zi784L4lyWn24qbwdx
+rK1/Pv7qzoj1zIBGWTSTAAAADHdpZGdldGQtdGVzdAE=
+-----END OPENSSH PRIVATE KEY-----
+";
+
+/// A private key typed into a multi-line field reaches the store with the
+/// LF line ends it was typed with (the browser sends CRLF), so SSH and TLS
+/// tools can read it.
+#[tokio::test]
+async fn a_key_typed_into_a_multiline_field_keeps_its_line_ends() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let id = created_widget(
+        app.request_env_vars(
+            &agent,
+            &session,
+            &json!({
+                "names": ["DEPLOY_KEY"],
+                "reason": "to push to the deploy remote",
+                "variable_metadata": { "DEPLOY_KEY": { "multiline": true } },
+            }),
+        )
+        .await,
+    )
+    .await;
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, "alice").await;
+    chrome.open(&transcript(&app, &session)).await;
+    let card = format!("#w-{id}");
+    let field = format!("{card} textarea[name=\"value.DEPLOY_KEY\"]");
+    chrome
+        .wait_css(&field)
+        .await
+        .send_keys(TEST_SSH_KEY)
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("{card} button.primary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    assert_eq!(
+        app.env_of(&session, &host).await,
+        json!({ "DEPLOY_KEY": TEST_SSH_KEY }),
+        "the key is stored exactly as typed, with LF line ends"
+    );
+    chrome.close().await;
+}

@@ -242,7 +242,10 @@ async fn invalid_arguments_come_back_as_tool_errors_with_stable_codes() {
     let typo = json!({ "nmes": ["A_KEY"], "reason": "r" });
     let text = error_text(&call(&client, "request_env_vars", typo).await);
     assert!(text.contains("unknown field; allowed:"), "{text}");
-    assert!(!text.contains("nmes"), "the unknown key is not repeated: {text}");
+    assert!(
+        !text.contains("nmes"),
+        "the unknown key is not repeated: {text}"
+    );
     assert!(
         text.contains("`names`") && text.contains("`variable_metadata`"),
         "{text}"

@@ -658,3 +658,100 @@ async fn events_resume_after_last_event_id_and_carry_transcript_text() {
         .unwrap();
     assert_error(r, StatusCode::UNAUTHORIZED, "missing_token", None).await;
 }
+
+/// A browser sends every line end of a multi-line field as CRLF: such a
+/// value is stored with the LF line ends the person typed. Single-line
+/// fields and JSON answers keep their bytes. Reusing a saved global value
+/// is reported as global, whatever the form's scope selector said.
+#[tokio::test]
+async fn multiline_values_keep_lf_and_reused_globals_say_global() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let multiline = |names: &[&str]| {
+        json!({
+            "names": names,
+            "reason": "to sign commits",
+            "variable_metadata": { "PEM": { "multiline": true } },
+        })
+    };
+    // A widget for TOKEN asked before any value of it was saved.
+    let (third, third_agent) = app.session(&host).await;
+    let reuse = app.pending_widget(&third_agent, &third, &["TOKEN"]).await;
+    let r = app
+        .request_env_vars(&agent, &session, &multiline(&["PEM", "TOKEN"]))
+        .await;
+    let id = r.json::<Value>().await.unwrap()["widget_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[
+                (
+                    "value.PEM",
+                    "-----BEGIN KEY-----\r\nabc\r\n-----END KEY-----\r\n",
+                ),
+                ("value.TOKEN", "t-1\r\n"),
+                ("scope", "global"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.env_of(&session, &host).await,
+        json!({ "PEM": "-----BEGIN KEY-----\nabc\n-----END KEY-----\n", "TOKEN": "t-1\r\n" })
+    );
+
+    // JSON answers are taken as sent.
+    let (other, other_agent) = app.session(&host).await;
+    let cert = json!({
+        "names": ["CERT"],
+        "reason": "to serve TLS",
+        "variable_metadata": { "CERT": { "multiline": true } },
+    });
+    let r = app.request_env_vars(&other_agent, &other, &cert).await;
+    let id = r.json::<Value>().await.unwrap()["widget_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .client
+        .post(format!("{}/widgets/{id}/submit", app.url))
+        .header("cookie", &browser.cookie)
+        .header("x-csrf-token", &browser.csrf)
+        .json(&json!({ "values": { "CERT": "a\r\nb" }, "scope": "session" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(app.env_of(&other, &host).await["CERT"], "a\r\nb");
+
+    // Every name reused from the saved globals: the answer is global.
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{reuse}/submit"),
+            &[
+                ("value.TOKEN", ""),
+                ("use_saved.TOKEN", "on"),
+                ("scope", "session"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        widget(&app, &third_agent, &reuse).await["result"]["scope"],
+        "global"
+    );
+    assert_eq!(
+        app.prompts(&host, &third, 0).await[0]["text"],
+        "[Agor] User submitted TOKEN (scope: global). You can now retry the operation that needed it."
+    );
+}
