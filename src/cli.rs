@@ -246,6 +246,10 @@ pub struct ExecArgs {
     /// Print values as they are instead of masking them.
     #[arg(long)]
     pub no_masking: bool,
+    /// Run even if some values cannot be decrypted, without them (they are
+    /// named on stderr). Without it such a session's env is refused.
+    #[arg(long)]
+    pub partial: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,

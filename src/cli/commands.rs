@@ -40,6 +40,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
                 token: SecretString::from(args.token),
                 session: args.session,
                 masking: !args.no_masking,
+                partial: args.partial,
                 command: args.command,
             })
             .await?;

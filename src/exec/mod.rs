@@ -24,12 +24,24 @@ pub struct ExecOptions {
     pub token: SecretString,
     pub session: String,
     pub masking: bool,
+    /// Accept an env with values that could not be decrypted, without them.
+    pub partial: bool,
     pub command: Vec<OsString>,
 }
 
 #[derive(Deserialize)]
 struct EnvResponse {
     env: BTreeMap<String, SecretString>,
+    #[serde(default)]
+    unreadable: Vec<UnreadableValue>,
+}
+
+/// A value the daemon could not decrypt (`--partial` only).
+#[derive(Deserialize)]
+struct UnreadableValue {
+    name: String,
+    scope: String,
+    reason: String,
 }
 
 #[derive(Deserialize)]
@@ -46,9 +58,10 @@ struct ErrorBody {
 /// Fetches the session's effective env from the daemon.
 async fn fetch_env(opts: &ExecOptions) -> anyhow::Result<BTreeMap<String, SecretString>> {
     let url = format!(
-        "{}/api/v1/sessions/{}/env",
+        "{}/api/v1/sessions/{}/env?partial={}",
         opts.url.trim_end_matches('/'),
-        opts.session
+        opts.session,
+        opts.partial
     );
     // No proxy: the token and the values go straight to the daemon.
     let client = reqwest::Client::builder()
@@ -77,11 +90,16 @@ async fn fetch_env(opts: &ExecOptions) -> anyhow::Result<BTreeMap<String, Secret
             opts.session
         );
     }
-    let env = response
+    let EnvResponse { env, unreadable } = response
         .json::<EnvResponse>()
         .await
-        .context("widgetd sent an env that is not valid JSON")?
-        .env;
+        .context("widgetd sent an env that is not valid JSON")?;
+    for u in &unreadable {
+        eprintln!(
+            "widgetd exec: running without {} ({} scope): {}",
+            u.name, u.scope, u.reason
+        );
+    }
     // The daemon refuses these names already; a compromised or confused
     // server must still not be able to set PATH or LD_PRELOAD here.
     for name in env.keys() {

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 use tracing::instrument;
 
 use super::{
-    EnvVarName, SecretValue, Target, delete_value, effective_env, list_env_vars, set_value,
+    EnvVarName, SecretValue, Target, Unreadable, delete_value, effective_env, list_env_vars,
+    set_value,
 };
 use crate::AppState;
 use crate::access::{self, Need};
@@ -32,21 +33,93 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+/// `?partial=true`: hand out the readable values even when others failed
+/// to decrypt.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct EnvQuery {
+    #[serde(default)]
+    partial: bool,
+}
+
+/// `GET /api/v1/sessions/{id}/env`. A value that does not decrypt is named
+/// with its reason and recorded in the audit log; the rest is handed out
+/// only when the caller asks for it with `?partial=true`, since an env
+/// silently missing a variable makes the agent fail in confusing ways.
 #[instrument(skip_all)]
 async fn read_session_env(
     State(state): State<AppState>,
     principal: Principal,
+    client: ClientAddr,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> AppResult<Json<Value>> {
+    let query: EnvQuery = parse_query(query.as_deref())?;
     let session = access::authorize(&state, (&principal).into(), &id, Need::ReadEnv).await?;
     let mut conn = state.db.read.acquire().await?;
     let env = effective_env(&mut conn, &state.keyring, &session.creator_id, &session.id).await?;
-    let env: Map<String, Value> = env
-        .0
+    drop(conn);
+    if !env.unreadable.is_empty() {
+        audit_unreadable(&state, &principal, &client, &session.id, &env.unreadable).await?;
+        if !query.partial {
+            return Err(unreadable_error(&env.unreadable));
+        }
+    }
+    let values: Map<String, Value> = env
+        .values
         .into_iter()
         .map(|(name, value)| (name, Value::String(value.expose_secret().to_owned())))
         .collect();
-    Ok(Json(json!({ "session_id": session.id, "env": env })))
+    Ok(Json(
+        json!({ "session_id": session.id, "env": values, "unreadable": env.unreadable }),
+    ))
+}
+
+/// `409 env_unreadable`, naming each variable, its scope and the reason.
+fn unreadable_error(unreadable: &[Unreadable]) -> AppError {
+    let list: Vec<String> = unreadable
+        .iter()
+        .map(|u| format!("{} ({} scope): {}", u.name, u.scope, u.reason))
+        .collect();
+    AppError::Conflict {
+        code: "env_unreadable",
+        message: format!(
+            "these values could not be decrypted: {}. Set them again (or delete them) on the \
+             settings page or with `PUT /api/v1/env/NAME`, run `widgetd keys status` to check the \
+             keyring, or ask for the rest with `?partial=true`",
+            list.join("; ")
+        ),
+    }
+}
+
+/// An `env.unreadable` audit row: who asked, which names, why; no value.
+async fn audit_unreadable(
+    state: &AppState,
+    principal: &Principal,
+    client: &ClientAddr,
+    session: &crate::ids::SessionId,
+    unreadable: &[Unreadable],
+) -> AppResult<()> {
+    let names: Vec<&str> = unreadable.iter().map(|u| u.name.as_str()).collect();
+    let reasons: Vec<String> = unreadable
+        .iter()
+        .map(|u| format!("{} ({}): {}", u.name, u.scope, u.reason))
+        .collect();
+    let actor = match principal {
+        Principal::User { user_id, .. } => Actor::User(user_id.clone()),
+        Principal::Agent { session_id } => Actor::Agent(session_id.clone()),
+    };
+    let entry = Entry {
+        action: "env.unreadable",
+        session: Some(session),
+        names: Some(names.join(",")),
+        detail: Some(reasons.join("; ")),
+        ..Default::default()
+    };
+    let mut tx = state.db.begin_write().await?;
+    audit::append(&mut tx, &actor, client, entry).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 async fn list_env(State(state): State<AppState>, principal: Principal) -> AppResult<Json<Value>> {

@@ -188,26 +188,66 @@ pub async fn list_env_vars(
 
 /// A session's decrypted env: the owner's global values overridden by the
 /// session's own. Only the executor path may ever hold one.
-pub struct EffectiveEnv(pub BTreeMap<String, SecretString>);
+pub struct EffectiveEnv {
+    pub values: BTreeMap<String, SecretString>,
+    /// Values that exist but could not be decrypted; never silently left out.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A stored value that did not decrypt, by name, scope and reason; never
+/// anything of the value.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    pub name: String,
+    pub scope: &'static str,
+    pub reason: String,
+}
+
+/// Why one row could not be decrypted, or a failure of the database.
+enum DecryptError {
+    Unreadable(String),
+    Database(sqlx::Error),
+}
 
 async fn decrypt(
     conn: &mut SqliteConnection,
     keyring: &Keyring,
     row: &StoredValue,
 ) -> AppResult<SecretString> {
-    let key = keyring.get(conn, row.key_id).await.map_err(keyring_error)?;
+    decrypt_row(conn, keyring, row).await.map_err(|e| match e {
+        DecryptError::Database(e) => AppError::Database(e),
+        DecryptError::Unreadable(_) => AppError::Crypto(CryptoError::Open),
+    })
+}
+
+async fn decrypt_row(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    row: &StoredValue,
+) -> Result<SecretString, DecryptError> {
+    use crate::crypto::KeyringError;
+    let key = match keyring.get(conn, row.key_id).await {
+        Ok(key) => key,
+        Err(KeyringError::Database(e)) => return Err(DecryptError::Database(e)),
+        Err(e) => return Err(DecryptError::Unreadable(e.to_string())),
+    };
     let aad = row_aad(
         &row.owner_id,
         row.session_id.as_ref(),
         &row.name,
         row.key_id,
     );
-    let plain = key.open(&aad, &row.nonce, &row.ciphertext)?;
-    let text = std::str::from_utf8(&plain).map_err(|_| CryptoError::Open)?;
+    let unreadable = |e: CryptoError| DecryptError::Unreadable(e.to_string());
+    let plain = key
+        .open(&aad, &row.nonce, &row.ciphertext)
+        .map_err(unreadable)?;
+    let text = std::str::from_utf8(&plain).map_err(|_| unreadable(CryptoError::Open))?;
     Ok(SecretString::from(text))
 }
 
-/// The effective env of `session`, whose creator is `owner`.
+/// The effective env of `session`, whose creator is `owner`. A value that
+/// does not decrypt is listed in `unreadable` (the caller decides whether
+/// the rest may be used); a database failure is an error.
 #[instrument(skip_all)]
 pub async fn effective_env(
     conn: &mut SqliteConnection,
@@ -215,12 +255,28 @@ pub async fn effective_env(
     owner: &UserId,
     session: &SessionId,
 ) -> AppResult<EffectiveEnv> {
-    let mut env = BTreeMap::new();
+    let mut env = EffectiveEnv {
+        values: BTreeMap::new(),
+        unreadable: Vec::new(),
+    };
     for row in store::effective_rows(conn, owner, session).await? {
-        let value = decrypt(conn, keyring, &row).await?;
-        env.insert(row.name, value);
+        match decrypt_row(conn, keyring, &row).await {
+            Ok(value) => {
+                env.values.insert(row.name, value);
+            }
+            Err(DecryptError::Unreadable(reason)) => env.unreadable.push(Unreadable {
+                scope: if row.session_id.is_some() {
+                    "session"
+                } else {
+                    "global"
+                },
+                name: row.name,
+                reason,
+            }),
+            Err(DecryptError::Database(e)) => return Err(e.into()),
+        }
     }
-    Ok(EffectiveEnv(env))
+    Ok(env)
 }
 
 /// Re-encrypts every value not yet under the newest data key, in batches of

@@ -59,7 +59,7 @@ async fn global_value(dir: &Path, name: &str) -> String {
     let env = secrets::effective_env(&mut conn, &data.keyring, &alice.id, &session.session.id)
         .await
         .unwrap();
-    let value = env.0[name].expose_secret().to_owned();
+    let value = env.values[name].expose_secret().to_owned();
     drop(conn);
     data.db.close().await;
     value

@@ -135,3 +135,57 @@ async fn exec_explains_refusals() {
         stderr(&out)
     );
 }
+
+/// One value that no longer decrypts (here: its ciphertext was altered on
+/// disk) is named with its reason and audited; the env is refused unless the
+/// caller asks for the rest explicitly, over the API and `exec` alike.
+#[tokio::test]
+async fn an_unreadable_value_is_named_and_the_rest_served_only_on_request() {
+    let good = crate::helpers::canary("good");
+    let f = fixture(&[("GOOD_KEY", &good), ("BROKEN_KEY", "will-be-altered")]).await;
+    sqlx::query(
+        "UPDATE env_vars SET ciphertext = zeroblob(length(ciphertext)) WHERE name = 'BROKEN_KEY'",
+    )
+    .execute(&f.app.state.db.write)
+    .await
+    .unwrap();
+
+    let path = format!("/api/v1/sessions/{}/env", f.session);
+    let r = f.app.get(&path, &f.token).await;
+    assert_eq!(r.status(), 409);
+    let body = r.text().await.unwrap();
+    assert!(!body.contains(&good), "a refusal carried a value: {body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "env_unreadable");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("BROKEN_KEY (session scope)") && message.contains("failed authentication"),
+        "{message}"
+    );
+    assert!(!message.contains("GOOD_KEY"), "{message}");
+
+    let r = f.app.get(&format!("{path}?partial=true"), &f.token).await;
+    assert_eq!(r.status(), 200);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["env"], json!({ "GOOD_KEY": good }));
+    assert_eq!(body["unreadable"][0]["name"], "BROKEN_KEY");
+    assert_eq!(body["unreadable"][0]["scope"], "session");
+
+    let audited = f
+        .app
+        .count("SELECT count(*) FROM audit_log WHERE action = 'env.unreadable' AND names = 'BROKEN_KEY'")
+        .await;
+    assert_eq!(audited, 2, "each refused or partial read is audited");
+
+    let out = f.exec(&[], "exit 0").await;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("BROKEN_KEY"), "{}", stderr(&out));
+    let script = format!(r#"test "$GOOD_KEY" = "{good}" && test -z "${{BROKEN_KEY+set}}""#);
+    let out = f.exec(&["--partial"], &script).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("running without BROKEN_KEY"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -67,8 +67,13 @@ impl Vault {
         let env =
             secrets::effective_env(&mut conn, &self.data.keyring, &self.alice.id, &self.session)
                 .await?;
+        // A value that does not decrypt makes the whole env unusable here,
+        // as `GET …/env` does without `?partial=true`.
+        if !env.unreadable.is_empty() {
+            return Err(AppError::Crypto(widgetd::crypto::CryptoError::Open));
+        }
         Ok(env
-            .0
+            .values
             .into_iter()
             .map(|(k, v)| (k, v.expose_secret().to_owned()))
             .collect())
@@ -215,8 +220,18 @@ async fn moving_a_ciphertext_or_relabelling_its_row_fails_decryption() {
     for tamper in &tampers {
         let mut tx = v.pool().begin().await.unwrap();
         sqlx::query(tamper).execute(&mut *tx).await.unwrap();
-        let env = secrets::effective_env(&mut tx, &v.data.keyring, &v.alice.id, &v.session).await;
-        assert!(matches!(env, Err(AppError::Crypto(_))), "{tamper}");
+        let env = secrets::effective_env(&mut tx, &v.data.keyring, &v.alice.id, &v.session)
+            .await
+            .unwrap();
+        let unreadable: Vec<&str> = env.unreadable.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(unreadable.len(), 1, "{tamper}");
+        assert!(["FIRST", "RENAMED"].contains(&unreadable[0]), "{tamper}");
+        assert!(!env.values.contains_key("FIRST"), "{tamper}");
+        assert_eq!(
+            env.values["SECOND"].expose_secret(),
+            "second-value",
+            "{tamper}"
+        );
         tx.rollback().await.unwrap();
     }
     // A row given to another owner does not open for them either.
@@ -226,8 +241,12 @@ async fn moving_a_ciphertext_or_relabelling_its_row_fails_decryption() {
     ))
     .await;
     let mut conn = v.pool().acquire().await.unwrap();
-    let env = secrets::effective_env(&mut conn, &v.data.keyring, &bob.id, &v.session).await;
-    assert!(matches!(env, Err(AppError::Crypto(_))));
+    let env = secrets::effective_env(&mut conn, &v.data.keyring, &bob.id, &v.session)
+        .await
+        .unwrap();
+    assert!(env.values.is_empty());
+    assert_eq!(env.unreadable.len(), 1);
+    assert_eq!(env.unreadable[0].name, "FIRST");
 }
 
 #[tokio::test]
@@ -295,7 +314,7 @@ async fn rewrapping_under_a_new_master_keeps_every_value() {
     let env = secrets::effective_env(&mut conn, &reopened, &v.alice.id, &v.session)
         .await
         .unwrap();
-    assert_eq!(env.0["KEY"].expose_secret(), "survives-rekey");
+    assert_eq!(env.values["KEY"].expose_secret(), "survives-rekey");
     let old =
         widgetd::crypto::Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env).await;
     assert!(old.is_err(), "the old master key still opens the keyring");
