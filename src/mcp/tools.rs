@@ -152,6 +152,9 @@ impl AgentTools {
     /// Returns at once with `{widget_id, status}`.
     /// Status `pending`: END YOUR TURN now; you are resumed with a message
     /// once the user answers or dismisses the form.
+    /// This holds whether or not anyone has the transcript open right now:
+    /// the form waits there (for days) until the person comes back, so do
+    /// not retry or poll.
     /// Status `already_present`: every name is already configured, so you
     /// can proceed now.
     /// NEVER ask the user to paste secret values into the chat.
@@ -170,8 +173,10 @@ impl AgentTools {
     /// (label, description, optional markdown preview) and may allow several
     /// choices; the user can always type an "Other" answer instead. Answers
     /// come back keyed by question text (several choices comma-joined).
-    /// By default this returns `{widget_id, status: "pending"}` at once: END
-    /// YOUR TURN and the answers arrive as your next message. With
+    /// By default this returns `{widget_id, status: "pending"}` at once,
+    /// whether or not anyone has the transcript open (the form waits there
+    /// until the person comes back): END YOUR TURN and the answers arrive as
+    /// your next message. With
     /// `wait_seconds` (at most 300) it waits and returns the answers; if the
     /// time runs out it returns `pending` and the answers still arrive as a
     /// message later. There is never a default answer on timeout.

@@ -59,6 +59,10 @@ pub struct QuestionView {
     pub multi: bool,
     pub options: Vec<OptionView>,
     pub other_id: String,
+    /// Answered with a drop-down list.
+    pub select: bool,
+    /// A free-text answer is offered ("Other").
+    pub other: bool,
 }
 
 /// A question widget (`ask_user`, or a simple `ask`) as shown.
@@ -66,10 +70,6 @@ pub struct AskCard {
     pub questions: Vec<QuestionView>,
     /// Answered by clicking one of the option buttons.
     pub buttons: bool,
-    /// Answered with a drop-down list.
-    pub select: bool,
-    /// A free-text "Other" answer is offered (`ask_user`).
-    pub other: bool,
     /// Question and answer, once answered.
     pub answers: Vec<(String, String)>,
 }
@@ -227,11 +227,7 @@ fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
         .unwrap_or(Value::Null);
     let answers = result["answers"]
         .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(q, a)| (q.clone(), a.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
+        .map(|m| m.iter().map(|(q, a)| (q.clone(), answer_text(a))).collect())
         .unwrap_or_default();
     let questions = params
         .questions
@@ -242,6 +238,8 @@ fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
             question: q.question.clone(),
             header: q.header.clone(),
             multi: q.multi_select,
+            select: params.kind_of(q) == Some(SimpleKind::Select),
+            other: params.freeform(q),
             options: q
                 .options
                 .iter()
@@ -251,7 +249,7 @@ fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
                     description: o.description.clone(),
                     preview_html: o.preview_markdown.as_deref().map(markdown::render),
                     input_id: format!("w-{}-q{index}-o{n}", widget.id),
-                    checked: params.default.as_deref() == Some(o.label.as_str()),
+                    checked: params.default_of(q) == Some(o.label.as_str()),
                 })
                 .collect(),
             other_id: format!("w-{}-q{index}-other", widget.id),
@@ -259,14 +257,22 @@ fn ask_card(widget: &WidgetRow) -> Option<AskCard> {
         .collect();
     Some(AskCard {
         questions,
-        buttons: matches!(
-            params.simple,
-            Some(SimpleKind::Buttons | SimpleKind::Confirm)
-        ),
-        select: params.simple == Some(SimpleKind::Select),
-        other: params.simple.is_none(),
+        buttons: params.answered_by_button(),
         answers,
     })
+}
+
+/// An answer as shown: a typed or single answer as it is, several
+/// comma-joined (older rows stored them joined already).
+fn answer_text(answer: &Value) -> String {
+    match answer {
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.as_str().unwrap_or_default().to_owned(),
+    }
 }
 
 fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {

@@ -22,6 +22,9 @@ const MAX_LABEL_CHARS: usize = 80;
 const MAX_DESCRIPTION_CHARS: usize = 300;
 const MAX_PREVIEW_CHARS: usize = 4000;
 const MAX_SIMPLE_OPTIONS: usize = 10;
+const MAX_SIMPLE_ITEMS: usize = 6;
+const MAX_ITEM_LABEL_CHARS: usize = 40;
+const MAX_VALUE_CHARS: usize = 200;
 const MAX_OTHER_CHARS: usize = 2000;
 /// Longest a caller may wait for the answer.
 pub const MAX_WAIT_SECS: u64 = 300;
@@ -30,8 +33,12 @@ pub const MAX_WAIT_SECS: u64 = 300;
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskOption {
-    /// The answer as the agent receives it (1 to 80 characters).
+    /// What the person sees (1 to 80 characters).
     pub label: String,
+    /// What the agent receives when this is picked (1 to 200 characters);
+    /// the label when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
     /// What choosing it means (at most 300 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -40,7 +47,23 @@ pub struct AskOption {
     pub preview_markdown: Option<String>,
 }
 
-/// One question of `ask_user`.
+impl AskOption {
+    fn plain(label: String, value: Option<String>) -> Self {
+        Self {
+            label,
+            value,
+            description: None,
+            preview_markdown: None,
+        }
+    }
+
+    /// The answer the agent receives for this choice.
+    pub fn answer(&self) -> &str {
+        self.value.as_deref().unwrap_or(&self.label)
+    }
+}
+
+/// One question of `ask_user`, or one simple widget of `ask`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Question {
@@ -50,9 +73,21 @@ pub struct Question {
     pub header: String,
     /// 2 to 4 choices; a free-text "Other" answer is always offered too.
     pub options: Vec<AskOption>,
-    /// Whether several choices may be picked (answered comma-joined).
+    /// Whether several choices may be picked (answered as an array).
     #[serde(default)]
     pub multi_select: bool,
+    /// Set for the simple widgets of `ask`: how the question is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub kind: Option<SimpleKind>,
+    /// A preselected choice (its label), for the simple widgets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub default: Option<String>,
+    /// Whether a free-text answer is offered; `ask_user` always offers one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub allow_freeform: Option<bool>,
 }
 
 /// The arguments of `ask_user`.
@@ -81,35 +116,114 @@ pub enum SimpleKind {
     Select,
     /// Radio buttons.
     Radio,
-    /// Check boxes: several may be picked, answered comma-joined.
+    /// Check boxes: several may be picked, answered as an array.
     Checkbox,
 }
 
-/// The arguments of `ask`: one simple question.
-#[derive(Debug, Deserialize, JsonSchema)]
+/// A choice of a simple widget: a label (which is also the answer), or a
+/// label with the `value` the agent receives instead.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SimpleOption {
+    Label(String),
+    Labelled(LabelledOption),
+}
+
+/// A choice whose answer differs from what the person sees.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AskInput {
+pub struct LabelledOption {
+    /// What the person sees (1 to 80 characters).
+    pub label: String,
+    /// What the agent receives (1 to 200 characters).
+    pub value: String,
+}
+
+/// One simple widget: in `ask` itself, or one of its `items`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimpleItem {
     /// The question (1 to 500 characters).
-    pub question: String,
+    #[serde(default)]
+    pub question: Option<String>,
+    /// A short label shown above it in a form of several items (at most 40 characters).
+    #[serde(default)]
+    pub label: Option<String>,
     /// `confirm` (default), `buttons`, `select`, `radio` or `checkbox`.
     #[serde(default)]
     pub widget: Option<SimpleKind>,
-    /// The choices (2 to 10 labels); `confirm` defaults to Yes / No.
+    /// The choices (2 to 10): labels, or `{label, value}`; `confirm` defaults to Yes / No.
     #[serde(default)]
-    pub options: Option<Vec<String>>,
-    /// A preselected choice; must be one of the options.
+    pub options: Option<Vec<SimpleOption>>,
+    /// A preselected choice (its label); must be one of the options.
     #[serde(default)]
     pub default: Option<String>,
+    /// Offer a free-text answer besides the options (default false).
+    #[serde(default)]
+    pub allow_freeform: bool,
+}
+
+/// The arguments of `ask`: one simple question, or several (`items`)
+/// answered in one form.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskInput {
+    /// The question (1 to 500 characters); leave out when giving `items`.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// `confirm` (default), `buttons`, `select`, `radio` or `checkbox`.
+    #[serde(default)]
+    pub widget: Option<SimpleKind>,
+    /// The choices (2 to 10): labels, or `{label, value}`; `confirm` defaults to Yes / No.
+    #[serde(default)]
+    pub options: Option<Vec<SimpleOption>>,
+    /// A preselected choice (its label); must be one of the options.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// Offer a free-text answer besides the options (default false).
+    #[serde(default)]
+    pub allow_freeform: bool,
+    /// Instead of `question`: 1 to 6 simple widgets answered together in
+    /// one form, each with its own `label`.
+    #[serde(default)]
+    pub items: Option<Vec<SimpleItem>>,
     /// As for `ask_user`.
     #[serde(default)]
     pub wait_seconds: Option<u64>,
+}
+
+impl AskInput {
+    /// The widgets asked: `items`, or the one given at the top level.
+    fn simple_items(&self) -> AppResult<Vec<SimpleItem>> {
+        let top_level = self.question.is_some()
+            || self.widget.is_some()
+            || self.options.is_some()
+            || self.default.is_some()
+            || self.allow_freeform;
+        match (&self.items, top_level) {
+            (Some(_), true) => Err(invalid(
+                "ambiguous_ask",
+                "give either `question` (with `widget`, `options`, …) or `items`, not both".into(),
+            )),
+            (Some(items), false) => Ok(items.clone()),
+            (None, _) => Ok(vec![SimpleItem {
+                question: self.question.clone(),
+                label: None,
+                widget: self.widget,
+                options: self.options.clone(),
+                default: self.default.clone(),
+                allow_freeform: self.allow_freeform,
+            }]),
+        }
+    }
 }
 
 /// A validated question widget, as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AskParams {
     pub questions: Vec<Question>,
-    /// Set for the simple widgets of `ask`.
+    /// Rows written before simple widgets kept their kind per question
+    /// carry it here, for their one question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simple: Option<SimpleKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +288,147 @@ pub fn check_wait(wait: Option<u64>) -> AppResult<u64> {
     }
 }
 
+/// Prefixes a validation error with the question it is about, so an agent
+/// asking several knows which one to fix.
+fn about(n: usize, question: &str) -> impl Fn(AppError) -> AppError + '_ {
+    move |err| match err {
+        AppError::Invalid { code, message } if question.is_empty() => AppError::Invalid {
+            code,
+            message: format!("question {}: {message}", n + 1),
+        },
+        AppError::Invalid { code, message } => AppError::Invalid {
+            code,
+            message: format!("question {} (\"{question}\"): {message}", n + 1),
+        },
+        other => other,
+    }
+}
+
+fn check_option_value(option: &AskOption) -> AppResult<()> {
+    match &option.value {
+        Some(v) => len_between(v, 1, MAX_VALUE_CHARS, "invalid_value", "an option value"),
+        None => Ok(()),
+    }
+}
+
+fn check_question(q: &Question) -> AppResult<()> {
+    len_between(&q.header, 1, MAX_HEADER_CHARS, "invalid_header", "a header")?;
+    if !(2..=4).contains(&q.options.len()) {
+        return Err(invalid(
+            "options_count",
+            format!("needs 2 to 4 options; it has {}", q.options.len()),
+        ));
+    }
+    check_labels(q.options.iter().map(|o| o.label.as_str()), &q.question)?;
+    for o in &q.options {
+        check_option_value(o)?;
+        if let Some(d) = &o.description {
+            len_between(
+                d,
+                0,
+                MAX_DESCRIPTION_CHARS,
+                "description_too_long",
+                "an option description",
+            )?;
+        }
+        if let Some(p) = &o.preview_markdown {
+            len_between(
+                p,
+                0,
+                MAX_PREVIEW_CHARS,
+                "preview_too_long",
+                "an option preview",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Questions must differ: answers are keyed by their text.
+fn check_unique<'a>(questions: impl Iterator<Item = &'a str>) -> AppResult<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for q in questions {
+        if !seen.insert(q.trim()) {
+            return Err(invalid(
+                "duplicate_question",
+                format!("\"{q}\" is asked twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One simple widget of `ask`, validated.
+fn simple_question(item: &SimpleItem) -> AppResult<Question> {
+    let kind = item.widget.unwrap_or_default();
+    let question = item.question.clone().unwrap_or_default();
+    len_between(
+        &question,
+        1,
+        MAX_QUESTION_CHARS,
+        "invalid_question",
+        "the question",
+    )?;
+    let header = item.label.clone().unwrap_or_default();
+    len_between(
+        &header,
+        0,
+        MAX_ITEM_LABEL_CHARS,
+        "invalid_label",
+        "an item label",
+    )?;
+    let options: Vec<AskOption> = match (&item.options, kind) {
+        (None, SimpleKind::Confirm) => ["Yes", "No"]
+            .map(|l| AskOption::plain(l.to_owned(), None))
+            .into(),
+        (None, _) => {
+            return Err(invalid(
+                "options_count",
+                "give the `options` to choose from".into(),
+            ));
+        }
+        (Some(options), _) => options
+            .iter()
+            .map(|o| match o {
+                SimpleOption::Label(label) => AskOption::plain(label.clone(), None),
+                SimpleOption::Labelled(o) => {
+                    AskOption::plain(o.label.clone(), Some(o.value.clone()))
+                }
+            })
+            .collect(),
+    };
+    if !(2..=MAX_SIMPLE_OPTIONS).contains(&options.len()) {
+        return Err(invalid(
+            "options_count",
+            format!(
+                "give 2 to {MAX_SIMPLE_OPTIONS} options; there are {}",
+                options.len()
+            ),
+        ));
+    }
+    check_labels(options.iter().map(|o| o.label.as_str()), &question)?;
+    for o in &options {
+        check_option_value(o)?;
+    }
+    if let Some(default) = &item.default
+        && !options.iter().any(|o| o.label == *default)
+    {
+        return Err(invalid(
+            "invalid_default",
+            "`default` must be one of the option labels".into(),
+        ));
+    }
+    Ok(Question {
+        question,
+        header,
+        options,
+        multi_select: kind == SimpleKind::Checkbox,
+        kind: Some(kind),
+        default: item.default.clone(),
+        allow_freeform: Some(item.allow_freeform),
+    })
+}
+
 impl AskParams {
     /// Validates `ask_user` input.
     pub fn parse(input: &AskUserInput) -> AppResult<Self> {
@@ -184,54 +439,26 @@ impl AskParams {
                 format!("ask 1 to {MAX_QUESTIONS} questions; there are {count}"),
             ));
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for q in &input.questions {
+        for (n, q) in input.questions.iter().enumerate() {
+            if q.kind.is_some() || q.default.is_some() || q.allow_freeform.is_some() {
+                return Err(AppError::BadRequest {
+                    code: "invalid_body",
+                    message: format!(
+                        "unknown field; allowed: `question`, `header`, `options`, `multi_select` (at `questions.{n}`)"
+                    ),
+                });
+            }
             len_between(
                 &q.question,
                 1,
                 MAX_QUESTION_CHARS,
                 "invalid_question",
                 "a question",
-            )?;
-            if !seen.insert(q.question.trim()) {
-                return Err(invalid(
-                    "duplicate_question",
-                    format!("\"{}\" is asked twice", q.question),
-                ));
-            }
-            len_between(&q.header, 1, MAX_HEADER_CHARS, "invalid_header", "a header")?;
-            if !(2..=4).contains(&q.options.len()) {
-                return Err(invalid(
-                    "options_count",
-                    format!(
-                        "\"{}\" needs 2 to 4 options; it has {}",
-                        q.question,
-                        q.options.len()
-                    ),
-                ));
-            }
-            check_labels(q.options.iter().map(|o| o.label.as_str()), &q.question)?;
-            for o in &q.options {
-                if let Some(d) = &o.description {
-                    len_between(
-                        d,
-                        0,
-                        MAX_DESCRIPTION_CHARS,
-                        "description_too_long",
-                        "an option description",
-                    )?;
-                }
-                if let Some(p) = &o.preview_markdown {
-                    len_between(
-                        p,
-                        0,
-                        MAX_PREVIEW_CHARS,
-                        "preview_too_long",
-                        "an option preview",
-                    )?;
-                }
-            }
+            )
+            .map_err(about(n, ""))?;
+            check_question(q).map_err(about(n, &q.question))?;
         }
+        check_unique(input.questions.iter().map(|q| q.question.as_str()))?;
         check_wait(input.wait_seconds)?;
         Ok(Self {
             questions: input.questions.clone(),
@@ -240,139 +467,141 @@ impl AskParams {
         })
     }
 
-    /// Validates `ask` input: one simple question.
+    /// Validates `ask` input: one simple widget, or several in one form.
     pub fn parse_simple(input: &AskInput) -> AppResult<Self> {
-        let kind = input.widget.unwrap_or_default();
-        len_between(
-            &input.question,
-            1,
-            MAX_QUESTION_CHARS,
-            "invalid_question",
-            "the question",
-        )?;
-        let labels = match (&input.options, kind) {
-            (None, SimpleKind::Confirm) => vec!["Yes".to_owned(), "No".to_owned()],
-            (None, _) => {
-                return Err(invalid(
-                    "options_count",
-                    "give the `options` to choose from".into(),
-                ));
-            }
-            (Some(options), _) => options.clone(),
-        };
-        if !(2..=MAX_SIMPLE_OPTIONS).contains(&labels.len()) {
+        let items = input.simple_items()?;
+        if items.is_empty() || items.len() > MAX_SIMPLE_ITEMS {
             return Err(invalid(
-                "options_count",
+                "questions_count",
                 format!(
-                    "give 2 to {MAX_SIMPLE_OPTIONS} options; there are {}",
-                    labels.len()
+                    "give 1 to {MAX_SIMPLE_ITEMS} items; there are {}",
+                    items.len()
                 ),
             ));
         }
-        check_labels(labels.iter().map(String::as_str), &input.question)?;
-        if let Some(default) = &input.default
-            && !labels.contains(default)
-        {
-            return Err(invalid(
-                "invalid_default",
-                "`default` must be one of the options".into(),
-            ));
+        let several = items.len() > 1;
+        let mut questions = Vec::new();
+        for (n, item) in items.iter().enumerate() {
+            let q = simple_question(item);
+            let q = if several {
+                q.map_err(about(n, item.question.as_deref().unwrap_or_default()))?
+            } else {
+                q?
+            };
+            questions.push(q);
         }
+        check_unique(questions.iter().map(|q| q.question.as_str()))?;
         check_wait(input.wait_seconds)?;
-        let question = Question {
-            question: input.question.clone(),
-            header: String::new(),
-            options: labels
-                .into_iter()
-                .map(|label| AskOption {
-                    label,
-                    description: None,
-                    preview_markdown: None,
-                })
-                .collect(),
-            multi_select: kind == SimpleKind::Checkbox,
-        };
         Ok(Self {
-            questions: vec![question],
-            simple: Some(kind),
-            default: input.default.clone(),
+            questions,
+            simple: None,
+            default: None,
         })
+    }
+
+    /// How `q` is shown: a simple widget's kind, `None` for `ask_user`.
+    pub fn kind_of(&self, q: &Question) -> Option<SimpleKind> {
+        q.kind.or(self.simple)
+    }
+
+    /// The preselected choice of `q`, if any.
+    pub fn default_of<'a>(&'a self, q: &'a Question) -> Option<&'a str> {
+        q.default.as_deref().or(self.default.as_deref())
+    }
+
+    /// Whether `q` takes a typed answer: always for `ask_user`, on request
+    /// for simple widgets.
+    pub fn freeform(&self, q: &Question) -> bool {
+        q.allow_freeform.unwrap_or(self.kind_of(q).is_none())
+    }
+
+    /// Whether the form is answered by clicking one button: a single
+    /// `confirm` or `buttons` widget without a typed answer.
+    pub fn answered_by_button(&self) -> bool {
+        match self.questions.as_slice() {
+            [q] => {
+                matches!(
+                    self.kind_of(q),
+                    Some(SimpleKind::Buttons | SimpleKind::Confirm)
+                ) && !self.freeform(q)
+            }
+            _ => false,
+        }
     }
 
     /// Reads an answer: for question `i`, the picked labels (`answer.i`,
     /// repeated for multi-select) and free text (`other.i`). Every question
-    /// needs an answer; a typed answer is kept as typed.
-    pub fn answers(&self, fields: &[(String, String)]) -> AppResult<BTreeMap<String, String>> {
+    /// needs an answer; a typed answer is kept as typed. A choice is
+    /// answered with its `value` (its label when it has none); a
+    /// multi-select question with an array.
+    pub fn answers(&self, fields: &[(String, String)]) -> AppResult<BTreeMap<String, Value>> {
         let mut answers = BTreeMap::new();
         for (i, q) in self.questions.iter().enumerate() {
-            let mut picked = Vec::new();
-            for (_, label) in fields
-                .iter()
-                .filter(|(k, v)| *k == format!("answer.{i}") && !v.is_empty())
-            {
-                let Some(at) = q.options.iter().position(|o| o.label == *label) else {
-                    return Err(invalid(
-                        "unknown_option",
-                        format!("\"{label}\" is not an option of \"{}\"", q.question),
-                    ));
-                };
-                picked.push(at);
-            }
-            // In the options' order, each once, however the form sent them.
-            picked.sort_unstable();
-            picked.dedup();
-            let picked: Vec<&str> = picked
-                .into_iter()
-                .map(|at| q.options[at].label.as_str())
-                .collect();
-            if !q.multi_select && picked.len() > 1 {
-                return Err(invalid(
-                    "single_answer",
-                    format!("pick one answer to \"{}\"", q.question),
-                ));
-            }
-            // Simple widgets offer no "Other": only their options count.
-            let other = match self.simple {
-                Some(_) => "",
-                None => fields
-                    .iter()
-                    .find(|(k, _)| *k == format!("other.{i}"))
-                    .map(|(_, v)| v.as_str())
-                    .unwrap_or(""),
-            };
-            if other.chars().count() > MAX_OTHER_CHARS {
-                return Err(invalid(
-                    "answer_too_long",
-                    format!("an answer has at most {MAX_OTHER_CHARS} characters"),
-                ));
-            }
-            let answer = match (picked.is_empty(), other.trim().is_empty()) {
-                (true, true) => {
-                    return Err(invalid(
-                        "answer_required",
-                        format!("answer \"{}\"", q.question),
-                    ));
-                }
-                (true, false) => other.to_owned(),
-                (false, true) => picked.join(", "),
-                (false, false) if q.multi_select => format!("{}, {other}", picked.join(", ")),
-                (false, false) => {
-                    return Err(invalid(
-                        "ambiguous_answer",
-                        format!(
-                            "pick an option or type an answer to \"{}\", not both",
-                            q.question
-                        ),
-                    ));
-                }
-            };
+            let answer = self.answer(i, q, fields).map_err(about(i, &q.question))?;
             answers.insert(q.question.clone(), answer);
         }
         Ok(answers)
     }
 
+    fn answer(&self, i: usize, q: &Question, fields: &[(String, String)]) -> AppResult<Value> {
+        let mut picked = Vec::new();
+        for (_, label) in fields
+            .iter()
+            .filter(|(k, v)| *k == format!("answer.{i}") && !v.is_empty())
+        {
+            let Some(at) = q.options.iter().position(|o| o.label == *label) else {
+                return Err(invalid(
+                    "unknown_option",
+                    format!("\"{label}\" is not an option"),
+                ));
+            };
+            picked.push(at);
+        }
+        // In the options' order, each once, however the form sent them.
+        picked.sort_unstable();
+        picked.dedup();
+        let mut picked: Vec<String> = picked
+            .into_iter()
+            .map(|at| q.options[at].answer().to_owned())
+            .collect();
+        if !q.multi_select && picked.len() > 1 {
+            return Err(invalid("single_answer", "pick one answer".into()));
+        }
+        let other = match self.freeform(q) {
+            false => "",
+            true => fields
+                .iter()
+                .find(|(k, _)| *k == format!("other.{i}"))
+                .map(|(_, v)| v.as_str())
+                .unwrap_or(""),
+        };
+        if other.chars().count() > MAX_OTHER_CHARS {
+            return Err(invalid(
+                "answer_too_long",
+                format!("an answer has at most {MAX_OTHER_CHARS} characters"),
+            ));
+        }
+        let typed = !other.trim().is_empty();
+        if picked.is_empty() && !typed {
+            return Err(invalid("answer_required", "an answer is needed".into()));
+        }
+        if !q.multi_select && !picked.is_empty() && typed {
+            return Err(invalid(
+                "ambiguous_answer",
+                "pick an option or type an answer, not both".into(),
+            ));
+        }
+        if typed {
+            picked.push(other.to_owned());
+        }
+        Ok(match q.multi_select {
+            true => json!(picked),
+            false => json!(picked.remove(0)),
+        })
+    }
+
     /// The answer map as the agent receives it.
-    pub fn result(answers: &BTreeMap<String, String>, by: &str) -> Value {
+    pub fn result(answers: &BTreeMap<String, Value>, by: &str) -> Value {
         json!({ "answers": answers, "answered_by": by })
     }
 }
@@ -387,13 +616,12 @@ mod tests {
             header: "Chip".into(),
             options: labels
                 .iter()
-                .map(|l| AskOption {
-                    label: l.to_string(),
-                    description: None,
-                    preview_markdown: None,
-                })
+                .map(|l| AskOption::plain(l.to_string(), None))
                 .collect(),
             multi_select: multi,
+            kind: None,
+            default: None,
+            allow_freeform: None,
         }
     }
 
@@ -463,14 +691,11 @@ mod tests {
     #[test]
     fn simple_widgets_default_to_confirm_and_check_defaults() {
         let p = AskParams::parse_simple(&AskInput {
-            question: "Deploy?".into(),
-            widget: None,
-            options: None,
-            default: None,
-            wait_seconds: None,
+            question: Some("Deploy?".into()),
+            ..Default::default()
         })
         .unwrap();
-        assert_eq!(p.simple, Some(SimpleKind::Confirm));
+        assert_eq!(p.kind_of(&p.questions[0]), Some(SimpleKind::Confirm));
         assert_eq!(
             p.questions[0]
                 .options
@@ -479,26 +704,98 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["Yes", "No"]
         );
+        let labels = |l: &[&str]| {
+            Some(
+                l.iter()
+                    .map(|l| SimpleOption::Label(l.to_string()))
+                    .collect(),
+            )
+        };
         let bad = AskInput {
-            question: "Pick".into(),
+            question: Some("Pick".into()),
             widget: Some(SimpleKind::Radio),
-            options: Some(vec!["a".into(), "b".into()]),
+            options: labels(&["a", "b"]),
             default: Some("c".into()),
-            wait_seconds: None,
+            ..Default::default()
         };
         assert_eq!(code(AskParams::parse_simple(&bad)), "invalid_default");
         let none = AskInput {
-            question: "Pick".into(),
+            question: Some("Pick".into()),
             widget: Some(SimpleKind::Select),
-            options: None,
-            default: None,
-            wait_seconds: None,
+            ..Default::default()
         };
         assert_eq!(code(AskParams::parse_simple(&none)), "options_count");
+        let both = AskInput {
+            question: Some("Pick".into()),
+            items: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(code(AskParams::parse_simple(&both)), "ambiguous_ask");
+        let second_bad = AskInput {
+            items: Some(vec![
+                SimpleItem {
+                    question: Some("Deploy?".into()),
+                    ..Default::default()
+                },
+                SimpleItem {
+                    question: Some("Region?".into()),
+                    widget: Some(SimpleKind::Radio),
+                    options: labels(&["EU"]),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        };
+        match AskParams::parse_simple(&second_bad) {
+            Err(AppError::Invalid { code, message }) => {
+                assert_eq!(code, "options_count");
+                assert!(message.starts_with("question 2 (\"Region?\")"), "{message}");
+            }
+            other => panic!("expected options_count, got {other:?}"),
+        }
     }
 
     #[test]
-    fn answers_are_keyed_by_question_and_multi_select_is_comma_joined() {
+    fn values_answer_for_labels_and_freeform_is_opt_in_for_simple_widgets() {
+        let input: AskInput = serde_json::from_value(json!({
+            "items": [
+                { "question": "Env?", "label": "Target", "widget": "radio",
+                  "options": [{ "label": "Production", "value": "prod" }, "staging"] },
+                { "question": "Notify?", "widget": "checkbox", "options": ["Slack", "Mail"],
+                  "allow_freeform": true },
+            ]
+        }))
+        .unwrap();
+        let p = AskParams::parse_simple(&input).unwrap();
+        assert!(!p.answered_by_button());
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let answers = p
+            .answers(&f(&[
+                ("answer.0", "Production"),
+                ("answer.1", "Mail"),
+                ("other.1", "a pager, please"),
+            ]))
+            .unwrap();
+        assert_eq!(answers["Env?"], "prod");
+        assert_eq!(answers["Notify?"], json!(["Mail", "a pager, please"]));
+        // The first item offers no typed answer.
+        let typed = p.answers(&f(&[("other.0", "qa"), ("answer.1", "Slack")]));
+        assert!(matches!(
+            typed,
+            Err(AppError::Invalid {
+                code: "answer_required",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn answers_are_keyed_by_question_and_multi_select_is_an_array() {
         let p = AskParams {
             questions: vec![
                 question("Which DB?", &["Postgres", "SQLite"], false),
@@ -521,7 +818,7 @@ mod tests {
             ]))
             .unwrap();
         assert_eq!(answers["Which DB?"], "SQLite");
-        assert_eq!(answers["Regions?"], "EU, APAC");
+        assert_eq!(answers["Regions?"], json!(["EU", "APAC"]));
         let typed = p
             .answers(&f(&[("other.0", "  DuckDB, please "), ("answer.1", "US")]))
             .unwrap();

@@ -132,6 +132,10 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
     let description = request.description.as_deref().unwrap();
     assert!(description.contains("END YOUR TURN"), "{description}");
     assert!(
+        description.contains("whether or not anyone has the transcript open"),
+        "the agent learns that nobody need be watching: {description}"
+    );
+    assert!(
         description.contains("NEVER ask the user to paste secret values into the chat"),
         "{description}"
     );
@@ -148,8 +152,16 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
     );
     assert_eq!(ask_user["$defs"]["Question"]["additionalProperties"], false);
     let ask = Value::Object((*tool("ask").input_schema).clone());
-    assert_eq!(ask["required"], json!(["question"]));
+    // One question at the top level, or several `items` answered together.
+    assert!(ask["properties"]["question"].is_object(), "{ask}");
+    assert!(ask["properties"]["items"].is_object(), "{ask}");
+    assert!(ask["properties"]["allow_freeform"].is_object(), "{ask}");
     assert!(ask.to_string().contains("checkbox"), "{ask}");
+    let question = &ask_user["$defs"]["Question"]["properties"];
+    assert!(
+        question.get("kind").is_none(),
+        "stored-only fields stay out: {question}"
+    );
 }
 
 #[tokio::test]

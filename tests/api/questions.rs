@@ -19,7 +19,7 @@ use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
 use crate::webdriver::{Chrome, wait_for};
 
 const ANSWERED: &str =
-    r#"[Agor] User answered: {"Regions?":"EU, APAC","Which database?":"SQLite"}"#;
+    r#"[Agor] User answered: {"Regions?":["EU","APAC"],"Which database?":"SQLite"}"#;
 
 type McpClient = RunningService<RoleClient, ()>;
 
@@ -273,7 +273,7 @@ async fn ask_user_over_mcp_then_answered_in_a_form() {
     assert_eq!(
         answered["result"],
         json!({
-            "answers": { "Which database?": "SQLite", "Regions?": "EU, APAC" },
+            "answers": { "Which database?": "SQLite", "Regions?": ["EU", "APAC"] },
             "answered_by": "alice",
         })
     );
@@ -343,11 +343,11 @@ async fn a_typed_other_answer_is_returned_as_typed() {
 
     let answers = &widget(&app, &agent, &id).await["result"]["answers"];
     assert_eq!(answers["Which database?"].as_str().unwrap(), typed);
-    assert_eq!(answers["Regions?"], "US");
+    assert_eq!(answers["Regions?"], json!(["US"]));
     assert_eq!(
         prompt_texts(&app, &host, &session).await,
         [
-            r#"[Agor] User answered: {"Regions?":"US","Which database?":"  DuckDB — \"embedded\", please\t "}"#
+            r#"[Agor] User answered: {"Regions?":["US"],"Which database?":"  DuckDB — \"embedded\", please\t "}"#
         ]
     );
 }
@@ -374,7 +374,7 @@ async fn simple_widgets_answer_shapes() {
     )
     .await;
     let params = &widget(&app, &agent, &confirm).await["params"];
-    assert_eq!(params["simple"], "confirm");
+    assert_eq!(params["questions"][0]["kind"], "confirm");
     assert_eq!(
         params["questions"][0]["options"],
         json!([{ "label": "Yes" }, { "label": "No" }])
@@ -445,11 +445,11 @@ async fn simple_widgets_answer_shapes() {
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         widget(&app, &agent, &checkbox).await["result"]["answers"],
-        json!({ "Which files?": "b, c" })
+        json!({ "Which files?": ["b", "c"] })
     );
     assert_eq!(
         prompt_of(&app, &host, &session, &checkbox).await,
-        r#"[Agor] User answered: {"Which files?":"b, c"}"#
+        r#"[Agor] User answered: {"Which files?":["b","c"]}"#
     );
 
     // The preselected choice is sent as the browser would send it.
@@ -516,7 +516,7 @@ async fn wait_seconds_returns_the_answer_or_pending() {
     assert_eq!(body["status"], "submitted", "{body}");
     assert_eq!(
         body["answers"],
-        json!({ "Which database?": "SQLite", "Regions?": "EU, APAC" }),
+        json!({ "Which database?": "SQLite", "Regions?": ["EU", "APAC"] }),
         "{body}"
     );
     // Delivered through the call and acknowledged once the response was
@@ -550,7 +550,7 @@ async fn wait_seconds_returns_the_answer_or_pending() {
     assert_eq!(prompts[0]["widget_id"], late.as_str());
     assert_eq!(
         prompts[0]["text"],
-        r#"[Agor] User answered: {"Regions?":"US","Which database?":"Postgres"}"#
+        r#"[Agor] User answered: {"Regions?":["US"],"Which database?":"Postgres"}"#
     );
     let r = app
         .post_form(&browser, &format!("/widgets/{late}/submit"), &answer)
@@ -1125,4 +1125,88 @@ async fn a_cancelled_wait_over_mcp_leaves_the_answer_queued() {
         [r#"[Agor] User answered: {"Deploy now?":"Yes"}"#],
         "the answer was lost with the abandoned call"
     );
+}
+
+/// Several simple widgets in one `ask`, each with its own label, answered
+/// in one submit: options answer with their `value`, a multi-select with an
+/// array, and a typed answer only where `allow_freeform` offers one.
+#[tokio::test]
+async fn several_simple_widgets_are_answered_in_one_form() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let body = json!({ "items": [
+        { "question": "Deploy now?", "label": "Deploy" },
+        { "question": "Which environment?", "label": "Target", "widget": "select",
+          "options": [{ "label": "Production, EU", "value": "prod-eu" }, "staging"] },
+        { "question": "Who to notify?", "widget": "checkbox", "options": ["Ops", "Sales"],
+          "allow_freeform": true },
+    ] });
+    let id = created(ask(&app, &agent, &session, &body).await).await;
+
+    let page = transcript_html(&app, &browser, &session).await;
+    let form = card(&page, &id);
+    assert!(
+        form.contains(r#"type="radio" name="answer.0" value="Yes""#),
+        "{form}"
+    );
+    assert!(
+        form.contains(r#"<select id="w-"#) && form.contains(r#"name="answer.1""#),
+        "{form}"
+    );
+    assert!(
+        form.contains(r#"name="other.2""#),
+        "the third item takes a typed answer"
+    );
+    assert!(
+        !form.contains(r#"name="other.0""#) && !form.contains(r#"name="other.1""#),
+        "{form}"
+    );
+    assert!(form.contains("Send answer"), "{form}");
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[
+                ("answer.0", "Yes"),
+                ("answer.1", "Production, EU"),
+                ("answer.2", "Ops"),
+                ("other.2", "the on-call, too"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        widget(&app, &agent, &id).await["result"]["answers"],
+        json!({
+            "Deploy now?": "Yes",
+            "Which environment?": "prod-eu",
+            "Who to notify?": ["Ops", "the on-call, too"],
+        })
+    );
+    assert_eq!(
+        prompt_texts(&app, &host, &session).await,
+        [
+            r#"[Agor] User answered: {"Deploy now?":"Yes","Which environment?":"prod-eu","Who to notify?":["Ops","the on-call, too"]}"#
+        ]
+    );
+
+    // A bad item is named by its place and question; nothing is created.
+    let before = app.count("SELECT count(*) FROM widgets").await;
+    let bad = json!({ "items": [
+        { "question": "Deploy now?" },
+        { "question": "Region?", "widget": "radio", "options": ["EU"] },
+    ] });
+    let r = ask(&app, &agent, &session, &bad).await;
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("options_count") && text.contains(r#"question 2 (\"Region?\")"#),
+        "{text}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
 }
