@@ -81,12 +81,20 @@ pub fn approval_prompt(
     result: &serde_json::Value,
 ) -> String {
     let not_approved = "it was not approved. Do not run it; ask the user how to proceed.";
+    let pattern = result["pattern"].as_str();
     match (status, result["decision"].as_str()) {
-        (WidgetStatus::AlreadyPresent, _) => {
-            format!(
+        (WidgetStatus::AlreadyPresent, _) => match pattern {
+            Some(p) => format!(
+                "{tag} {tool} is pre-approved for commands like `{p}` (always allowed). You can run it now."
+            ),
+            None => format!(
                 "{tag} {tool} is pre-approved for this exact input (always allowed). You can run it now."
-            )
-        }
+            ),
+        },
+        (WidgetStatus::Submitted, Some("always")) if pattern.is_some() => format!(
+            "{tag} User approved {tool} for commands like `{}`, now and in future requests. You can run it now.",
+            pattern.unwrap_or_default()
+        ),
         (WidgetStatus::Submitted, Some("once")) => {
             format!("{tag} User approved {tool} once. You can run it now.")
         }

@@ -526,6 +526,7 @@ pub async fn share_session_form(
 struct RuleRow {
     id: String,
     tool: String,
+    match_kind: String,
     input: String,
     created_at: String,
     created_by: String,
@@ -554,6 +555,7 @@ pub async fn view_settings_approvals_get(
         .map(|r| RuleRow {
             id: r.id,
             tool: r.tool,
+            match_kind: r.match_kind,
             input: r.input,
             created_at: clock::rfc3339(r.created_at),
             created_by: r.created_by,

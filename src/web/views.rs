@@ -83,6 +83,9 @@ pub struct ApprovalCard {
     /// The input's other fields, when a command or path is shown on its own.
     pub rest: Option<String>,
     pub reason: Option<String>,
+    /// For a plain shell command: the pattern "Always allow commands like"
+    /// offers first.
+    pub pattern: Option<String>,
 }
 
 /// A refused answer, shown in the widget's form.
@@ -288,6 +291,7 @@ fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
         input,
         rest: params.rest(),
         reason: params.reason.clone(),
+        pattern: params.suggested_pattern(),
     })
 }
 

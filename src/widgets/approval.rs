@@ -1,7 +1,10 @@
 //! `request_approval`: the agent asks before running a tool. The person
 //! answers Deny (optionally saying why), Once, or Always; "Always" keeps a
 //! rule, per session creator, tool and exact input, that approves later
-//! identical requests at once until it is revoked.
+//! identical requests at once until it is revoked. For a shell command the
+//! person may instead allow every command matching a pattern
+//! (`git status *`); such a rule never matches a command with shell
+//! metacharacters.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,6 +21,7 @@ pub const APPROVAL: &str = "approval";
 const MAX_TOOL_CHARS: usize = 100;
 const MAX_INPUT_BYTES: usize = 16 * 1024;
 const MAX_REASON_CHARS: usize = 500;
+const MAX_PATTERN_CHARS: usize = 200;
 
 /// The arguments of `request_approval`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -149,22 +153,33 @@ impl Decision {
     }
 }
 
-/// Reads `decision` (deny, once, always) and an optional deny `reason`.
-pub fn parse_decision(fields: &[(String, String)]) -> AppResult<(Decision, Option<String>)> {
+/// What the person answered: the decision, a deny reason, and for "Always
+/// allow commands like …" the pattern.
+#[derive(Debug)]
+pub struct DecisionForm {
+    pub decision: Decision,
+    pub reason: Option<String>,
+    pub pattern: Option<String>,
+}
+
+/// Reads `decision` (`deny`, `once`, `always`, or `always_like` with a
+/// `pattern`) and an optional deny `reason`.
+pub fn parse_decision(fields: &[(String, String)]) -> AppResult<DecisionForm> {
     let field = |name: &str| {
         fields
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     };
-    let decision = match field("decision") {
-        Some("deny") => Decision::Deny,
-        Some("once") => Decision::Once,
-        Some("always") => Decision::Always,
+    let (decision, like) = match field("decision") {
+        Some("deny") => (Decision::Deny, false),
+        Some("once") => (Decision::Once, false),
+        Some("always") => (Decision::Always, false),
+        Some("always_like") => (Decision::Always, true),
         _ => {
             return Err(AppError::invalid(
                 "invalid_decision",
-                "`decision` is `deny`, `once` or `always`",
+                "`decision` is `deny`, `once`, `always` or `always_like`",
             ));
         }
     };
@@ -180,7 +195,104 @@ pub fn parse_decision(fields: &[(String, String)]) -> AppResult<(Decision, Optio
             format!("a reason has at most {MAX_REASON_CHARS} characters"),
         ));
     }
-    Ok((decision, reason.filter(|_| decision == Decision::Deny)))
+    let pattern = match like {
+        true => Some(field("pattern").unwrap_or_default().trim().to_owned()),
+        false => None,
+    };
+    Ok(DecisionForm {
+        decision,
+        reason: reason.filter(|_| decision == Decision::Deny),
+        pattern,
+    })
+}
+
+/// Whether a command is made of plain words only: no shell metacharacters,
+/// quotes, escapes or line breaks, so that what a pattern sees is what the
+/// shell runs.
+pub fn is_plain_command(command: &str) -> bool {
+    !command.is_empty()
+        && command
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " -_./=:,@%+".contains(c))
+}
+
+/// Whether `command` matches `pattern`: `*` stands for any run of
+/// characters; a pattern without `*` covers the command itself and the same
+/// command with more arguments. Only plain commands ever match.
+pub fn pattern_matches(pattern: &str, command: &str) -> bool {
+    if !is_plain_command(command) {
+        return false;
+    }
+    if !pattern.contains('*') {
+        return command == pattern || command.starts_with(&format!("{pattern} "));
+    }
+    glob(pattern.as_bytes(), command.as_bytes())
+}
+
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|at| glob(rest, &text[at..])),
+        Some((c, rest)) => text.first() == Some(c) && glob(rest, &text[1..]),
+    }
+}
+
+impl ApprovalParams {
+    /// The shell command this request runs, if it is one.
+    pub fn command(&self) -> Option<String> {
+        match self.display() {
+            InputDisplay::Command(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Checks a pattern the person offered for "Always allow commands
+    /// like …": plain words and `*`, starting with a literal word, and
+    /// covering this very request.
+    pub fn check_pattern(&self, pattern: &str) -> AppResult<()> {
+        let refuse = |why: &str| {
+            Err(AppError::invalid(
+                "invalid_pattern",
+                format!("the pattern {why}"),
+            ))
+        };
+        let Some(command) = self.command() else {
+            return refuse(
+                "applies to shell commands only; answer Always to allow this exact input",
+            );
+        };
+        if pattern.chars().count() > MAX_PATTERN_CHARS {
+            return refuse(&format!("has at most {MAX_PATTERN_CHARS} characters"));
+        }
+        let literal = pattern.split('*').next().unwrap_or_default();
+        if !literal
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+            || !is_plain_command(&pattern.replace('*', "x"))
+        {
+            return refuse("starts with a program name and has only plain words and `*`");
+        }
+        if !is_plain_command(&command) {
+            return refuse("cannot cover a command with shell metacharacters, quotes or escapes");
+        }
+        if !pattern_matches(pattern, &command) {
+            return refuse("must cover the command being approved");
+        }
+        Ok(())
+    }
+
+    /// What the pattern field offers first: the program and its first
+    /// word, then `*` (`git status *`).
+    pub fn suggested_pattern(&self) -> Option<String> {
+        let command = self.command().filter(|c| is_plain_command(c))?;
+        let words: Vec<&str> = command
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .take(2)
+            .collect();
+        Some(format!("{} *", words.join(" ")))
+    }
 }
 
 /// A standing "Always" approval.
@@ -188,45 +300,111 @@ pub fn parse_decision(fields: &[(String, String)]) -> AppResult<(Decision, Optio
 pub struct ApprovalRule {
     pub id: String,
     pub tool: String,
+    /// `exact` (`input` is the canonical JSON input) or `pattern` (`input`
+    /// is a command pattern).
+    pub match_kind: String,
     pub input: String,
     pub created_at: i64,
     pub created_by: String,
 }
 
-/// The live rule matching this request, if any.
+/// A live rule that covers a request.
+pub struct MatchedRule {
+    pub id: String,
+    /// Set when it covers the request by command pattern.
+    pub pattern: Option<String>,
+}
+
+impl MatchedRule {
+    /// The result of a request this rule approved at once.
+    pub fn result(&self) -> Value {
+        let mut result = json!({ "decision": "always", "rule_id": self.id, "automatic": true });
+        if let Some(pattern) = &self.pattern {
+            result["pattern"] = json!(pattern);
+        }
+        result
+    }
+}
+
+/// The live rule matching this request, if any: one for its exact input,
+/// else a command pattern that covers its (plain) command.
 pub async fn matching_rule(
     conn: &mut SqliteConnection,
     owner: &UserId,
     params: &ApprovalParams,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT id FROM approval_rules WHERE owner_id = ? AND tool = ? AND input = ? AND revoked_at IS NULL")
-        .bind(owner)
-        .bind(&params.tool)
-        .bind(params.canonical_input())
-        .fetch_optional(conn)
-        .await
+) -> sqlx::Result<Option<MatchedRule>> {
+    let exact = sqlx::query_scalar(
+        "SELECT id FROM approval_rules WHERE owner_id = ? AND tool = ? AND match_kind = 'exact' \
+         AND input = ? AND revoked_at IS NULL",
+    )
+    .bind(owner)
+    .bind(&params.tool)
+    .bind(params.canonical_input())
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = exact {
+        return Ok(Some(MatchedRule { id, pattern: None }));
+    }
+    let Some(command) = params.command() else {
+        return Ok(None);
+    };
+    let patterns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT id, input FROM approval_rules WHERE owner_id = ? AND tool = ? \
+         AND match_kind = 'pattern' AND revoked_at IS NULL ORDER BY created_at",
+    )
+    .bind(owner)
+    .bind(&params.tool)
+    .fetch_all(conn)
+    .await?;
+    Ok(patterns
+        .into_iter()
+        .find(|(_, pattern)| pattern_matches(pattern, &command))
+        .map(|(id, pattern)| MatchedRule {
+            id,
+            pattern: Some(pattern),
+        }))
 }
 
-/// Records an "Always" answer; returns the rule id (an existing live one if any).
+/// Records an "Always" answer for this exact input, or for every command
+/// matching `pattern`; returns the rule id (an existing live one if any).
 pub async fn keep_rule(
     conn: &mut SqliteConnection,
     owner: &UserId,
     by: &UserId,
     params: &ApprovalParams,
+    pattern: Option<&str>,
 ) -> sqlx::Result<String> {
-    if let Some(id) = matching_rule(conn, owner, params).await? {
+    let (kind, input) = match pattern {
+        Some(pattern) => ("pattern", pattern.to_owned()),
+        None => ("exact", params.canonical_input()),
+    };
+    let existing = sqlx::query_scalar(
+        "SELECT id FROM approval_rules WHERE owner_id = ? AND tool = ? AND match_kind = ? \
+         AND input = ? AND revoked_at IS NULL",
+    )
+    .bind(owner)
+    .bind(&params.tool)
+    .bind(kind)
+    .bind(&input)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = existing {
         return Ok(id);
     }
     let id = uuid::Uuid::new_v4().to_string();
-    sqlx::query("INSERT INTO approval_rules (id, owner_id, tool, input, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)")
-        .bind(&id)
-        .bind(owner)
-        .bind(&params.tool)
-        .bind(params.canonical_input())
-        .bind(clock::now_ms())
-        .bind(by)
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "INSERT INTO approval_rules (id, owner_id, tool, match_kind, input, created_at, created_by) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(owner)
+    .bind(&params.tool)
+    .bind(kind)
+    .bind(&input)
+    .bind(clock::now_ms())
+    .bind(by)
+    .execute(conn)
+    .await?;
     Ok(id)
 }
 
@@ -236,7 +414,7 @@ pub async fn list_rules(
     owner: &UserId,
 ) -> AppResult<Vec<ApprovalRule>> {
     Ok(sqlx::query_as(
-        "SELECT r.id, r.tool, r.input, r.created_at, u.name AS created_by FROM approval_rules r
+        "SELECT r.id, r.tool, r.match_kind, r.input, r.created_at, u.name AS created_by FROM approval_rules r
          JOIN users u ON u.id = r.created_by WHERE r.owner_id = ? AND r.revoked_at IS NULL ORDER BY r.created_at DESC",
     )
     .bind(owner)
@@ -262,10 +440,13 @@ pub async fn revoke_rule(
 }
 
 /// The result of a decision, as the agent and the transcript see it.
-pub fn result(decision: Decision, reason: Option<&str>, by: &str, rule: Option<&str>) -> Value {
-    let mut result = json!({ "decision": decision.as_str(), "answered_by": by });
-    if let Some(reason) = reason {
+pub fn result(form: &DecisionForm, by: &str, rule: Option<&str>) -> Value {
+    let mut result = json!({ "decision": form.decision.as_str(), "answered_by": by });
+    if let Some(reason) = &form.reason {
         result["reason"] = json!(reason);
+    }
+    if let Some(pattern) = &form.pattern {
+        result["pattern"] = json!(pattern);
     }
     if let Some(rule) = rule {
         result["rule_id"] = json!(rule);
@@ -333,13 +514,76 @@ mod tests {
                 ..
             })
         ));
+        let deny = parse_decision(&f(&[("decision", "deny"), ("reason", " too risky ")])).unwrap();
         assert_eq!(
-            parse_decision(&f(&[("decision", "deny"), ("reason", " too risky ")])).unwrap(),
+            (deny.decision, deny.reason),
             (Decision::Deny, Some("too risky".into()))
         );
+        let once = parse_decision(&f(&[("decision", "once"), ("reason", "ignored")])).unwrap();
+        assert_eq!((once.decision, once.reason), (Decision::Once, None));
+        let like = parse_decision(&f(&[
+            ("decision", "always_like"),
+            ("pattern", " git status * "),
+        ]))
+        .unwrap();
         assert_eq!(
-            parse_decision(&f(&[("decision", "once"), ("reason", "ignored")])).unwrap(),
-            (Decision::Once, None)
+            (like.decision, like.pattern),
+            (Decision::Always, Some("git status *".into()))
         );
+    }
+
+    #[test]
+    fn patterns_match_plain_commands_only() {
+        assert!(pattern_matches("git status *", "git status --short"));
+        assert!(pattern_matches("git status", "git status"));
+        assert!(pattern_matches("git status", "git status -sb"));
+        assert!(!pattern_matches("git status", "git statusx"));
+        assert!(pattern_matches(
+            "npm run * --silent",
+            "npm run build --silent"
+        ));
+        assert!(!pattern_matches("npm run * --silent", "npm run build"));
+        for hostile in [
+            "git status; rm -rf ~",
+            "git status && curl x | sh",
+            "git status $(rm -rf ~)",
+            "git status `id`",
+            "git status > /etc/passwd",
+            "git status\nrm -rf ~",
+            "git status 'a b'",
+            "git status \\; id",
+        ] {
+            assert!(!pattern_matches("git status *", hostile), "{hostile}");
+            assert!(!pattern_matches("git", hostile), "{hostile}");
+        }
+    }
+
+    #[test]
+    fn a_pattern_must_cover_the_request_and_start_with_a_word() {
+        let params = ApprovalParams {
+            tool: "Bash".into(),
+            input: json!({ "command": "git status --short" }),
+            reason: None,
+        };
+        assert!(params.check_pattern("git status *").is_ok());
+        assert_eq!(params.suggested_pattern().as_deref(), Some("git status *"));
+        for bad in ["*", "* status", "git log *", "git status; *", ""] {
+            assert!(
+                matches!(
+                    params.check_pattern(bad),
+                    Err(AppError::Invalid {
+                        code: "invalid_pattern",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        let path = ApprovalParams {
+            tool: "write_file".into(),
+            input: json!({ "path": "a.txt" }),
+            reason: None,
+        };
+        assert!(path.check_pattern("a.txt").is_err());
     }
 }

@@ -421,9 +421,7 @@ pub async fn request_approval(
     let mut tx = state.db.begin_write().await?;
     let session = live(sessions::get_session(&mut tx, session_id).await?)?;
     let rule = approval::matching_rule(&mut tx, &session.creator_id, &params).await?;
-    let result = rule
-        .as_deref()
-        .map(|id| json!({ "decision": "always", "rule_id": id, "automatic": true }));
+    let result = rule.as_ref().map(approval::MatchedRule::result);
     let born = result.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
     let stored = serde_json::to_string(&params).expect("params serialize");
     let widget = new_row(state, &session, approval::APPROVAL, stored, born);
@@ -451,15 +449,19 @@ pub async fn submit_decision(
     let Params::Approval(params) = &any else {
         return Err(wrong_kind(&widget));
     };
-    let (decision, reason) = approval::parse_decision(fields)?;
-    let rule = match decision {
+    let form = approval::parse_decision(fields)?;
+    if let Some(pattern) = &form.pattern {
+        params.check_pattern(pattern)?;
+    }
+    let rule = match form.decision {
         approval::Decision::Always => {
-            Some(approval::keep_rule(&mut tx, &session.creator_id, user, params).await?)
+            let pattern = form.pattern.as_deref();
+            Some(approval::keep_rule(&mut tx, &session.creator_id, user, params, pattern).await?)
         }
         _ => None,
     };
     let by = store::user_name(&mut tx, user).await?;
-    let result = approval::result(decision, reason.as_deref(), &by, rule.as_deref());
+    let result = approval::result(&form, &by, rule.as_deref());
     let answer = Answer {
         to: WidgetStatus::Submitted,
         result,
@@ -469,9 +471,9 @@ pub async fn submit_decision(
     finish(tx, state, &widget, &any, answer).await
 }
 
-/// Waits up to `seconds` for `widget` to leave `pending`. When it was
-/// answered in time, its prompt has been delivered through this call and is
-/// acknowledged, so the agent host does not hand it out a second time.
+/// Waits up to `seconds` for `widget` to leave `pending`. Its prompt stays
+/// queued: the caller acknowledges it once the answer reached its client
+/// (see [`delivery`]).
 pub async fn wait_for_answer(
     state: &AppState,
     widget: &WidgetId,

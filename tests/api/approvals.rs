@@ -452,7 +452,13 @@ async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
     );
     assert_eq!(
         texts_of(&chrome, &format!("{card} button")).await,
-        json!(["Deny", "Allow once", "Always allow", "Dismiss"])
+        json!([
+            "Deny",
+            "Allow once",
+            "Always allow",
+            "Dismiss",
+            "Always allow commands like this"
+        ])
     );
     chrome
         .js(&format!(
@@ -796,4 +802,111 @@ async fn a_widget_of_an_unknown_kind_still_expires_without_holding_others_up() {
             .any(|t| t == "[Agor] A request ended without an answer (expired); nothing was given."),
         "{texts:?}"
     );
+}
+
+/// "Always allow commands like this": a pattern rule covers later plain
+/// commands it matches (`git status *` covers `git status -sb`), never one
+/// with shell metacharacters, and is listed and revocable like any rule.
+#[tokio::test]
+async fn a_command_pattern_rule_covers_matching_plain_commands_only() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let bash = |command: &str| json!({ "tool": "Bash", "input": { "command": command } });
+    let first = request(&app, &agent, &session, bash("git status --short")).await;
+    let id = first["widget_id"].as_str().unwrap().to_owned();
+
+    let page = app
+        .client
+        .get(format!("{}/sessions/{session}", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"name="pattern" value="git status *""#),
+        "{page}"
+    );
+
+    // A pattern that does not cover the request is refused; nothing changes.
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("decision", "always_like"), ("pattern", "git log *")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.count("SELECT count(*) FROM approval_rules").await, 0);
+
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("decision", "always_like"), ("pattern", "git status *")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let view: Value = app
+        .get(&format!("/api/v1/widgets/{id}"), &agent)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["result"]["decision"], "always");
+    assert_eq!(view["result"]["pattern"], "git status *");
+    assert_eq!(
+        last_prompt(&app, &host, &session).await,
+        "[Agor] User approved Bash for commands like `git status *`, now and in future requests. You can run it now."
+    );
+
+    let covered = request(&app, &agent, &session, bash("git status -sb")).await;
+    assert_eq!(covered["status"], "already_present", "{covered}");
+    assert_eq!(
+        last_prompt(&app, &host, &session).await,
+        "[Agor] Bash is pre-approved for commands like `git status *` (always allowed). You can run it now."
+    );
+    for hostile in [
+        "git status; rm -rf ~",
+        "git status $(id)",
+        "git status | sh",
+        "git log",
+    ] {
+        let asked = request(&app, &agent, &session, bash(hostile)).await;
+        assert_eq!(asked["status"], "pending", "{hostile} must ask the person");
+    }
+
+    let page = app
+        .client
+        .get(format!("{}/settings/approvals", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("commands like</span> <code class=\"small\">git status *</code>"),
+        "{page}"
+    );
+    let rule_id = page
+        .split("id=\"rule-")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let r = app
+        .post_form(&browser, "/settings/approvals/revoke", &[("id", &rule_id)])
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let after = request(&app, &agent, &session, bash("git status -sb")).await;
+    assert_eq!(after["status"], "pending", "after revoking, it asks again");
 }
