@@ -13,16 +13,38 @@ use crate::auth::Role;
 
 pub use commands::run;
 
+/// The data dir when none is given: a per-user one, so that running widgetd
+/// from a source checkout does not put keys and values inside it. A
+/// `widgetd-data` in the working directory, the default of earlier
+/// versions, is still used, so an upgrade does not start from scratch.
+fn default_data_dir() -> PathBuf {
+    let legacy = PathBuf::from("widgetd-data");
+    if legacy.is_dir() {
+        return legacy;
+    }
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(data_home) = non_empty("XDG_DATA_HOME") {
+        return PathBuf::from(data_home).join("widgetd");
+    }
+    match non_empty("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/widgetd"),
+        None => legacy,
+    }
+}
+
 /// Lets AI agents ask people for input through inline widgets, and keeps
 /// the secrets people type out of the model.
 #[derive(Debug, Parser)]
 #[command(name = "widgetd", version)]
 pub struct Cli {
-    /// Where widgetd keeps its database and master key file.
+    /// Where widgetd keeps its database and master key file. Default:
+    /// `$XDG_DATA_HOME/widgetd` (else `~/.local/share/widgetd`), or
+    /// `./widgetd-data` where that already exists (earlier versions' default).
     #[arg(
         long,
         env = "WIDGETD_DATA_DIR",
-        default_value = "widgetd-data",
+        default_value_os_t = default_data_dir(),
+        hide_default_value = true,
         global = true
     )]
     pub data_dir: PathBuf,

@@ -96,7 +96,11 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
         "widgetd {} listening on http://{addr}",
         env!("CARGO_PKG_VERSION")
     );
-    println!("  data dir:   {}", data.path.display());
+    let shown_dir = std::fs::canonicalize(&data.path).unwrap_or_else(|_| data.path.clone());
+    println!(
+        "  data dir:   {} (database and key file; --data-dir or WIDGETD_DATA_DIR to change)",
+        shown_dir.display()
+    );
     println!(
         "  master key: {} (back it up: without it the data cannot be read)",
         data.master_source
@@ -120,10 +124,13 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     if first_start {
         println!("\nNext: mint an API token for your agent host and create a session:");
-        println!("    widgetd token create --user admin --scope sessions,env:read,env:write");
         println!(
-            "    curl -X POST -H \"Authorization: Bearer $TOKEN\" {public_url}/api/v1/sessions"
+            "    export WIDGETD_TOKEN=$(widgetd token create --user admin --scope sessions,env:read)"
         );
+        println!(
+            "    curl -s -X POST -H \"Authorization: Bearer $WIDGETD_TOKEN\" {public_url}/api/v1/sessions"
+        );
+        println!("README.md (\"Five minutes with widgetd\") goes on from there.");
     }
     let db = data.db.clone();
     let mut settings = Settings::new(public_url);

@@ -388,3 +388,67 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
+
+/// Without `--data-dir`, keys and values go to the per-user data dir, not
+/// into whatever directory (a source checkout) widgetd was started from; a
+/// `widgetd-data` left there by an earlier version is still used.
+#[test]
+fn the_default_data_dir_is_per_user_unless_an_old_one_is_here() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_widgetd"));
+        command
+            .args(["user", "list", "--json"])
+            .current_dir(cwd.path())
+            .env("HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("WIDGETD_DATA_DIR")
+            .env_remove("WIDGETD_MASTER_KEY");
+        ok(&mut command)
+    };
+    run();
+    assert!(
+        home.path()
+            .join(".local/share/widgetd/master.key")
+            .is_file()
+    );
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "nothing lands in the working directory"
+    );
+
+    std::fs::create_dir(cwd.path().join("widgetd-data")).unwrap();
+    run();
+    assert!(
+        cwd.path().join("widgetd-data/master.key").is_file(),
+        "an existing ./widgetd-data is kept"
+    );
+}
+
+/// The first start's hints are commands README.md gives, word for word.
+#[test]
+fn the_first_start_banner_agrees_with_the_readme() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = crate::helpers::Daemon::start(&dir.path().join("data"), dir.path(), "banner");
+    let banner = std::fs::read_to_string(&daemon.out_log).unwrap();
+    daemon.stop();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let hint = banner
+        .lines()
+        .find(|l| l.contains("token create"))
+        .expect("the banner says how to mint a token")
+        .trim();
+    assert!(
+        readme.contains(hint),
+        "README.md lacks the banner's `{hint}`"
+    );
+    let data_line = banner.lines().find(|l| l.contains("data dir:")).unwrap();
+    let canonical = std::fs::canonicalize(dir.path().join("data")).unwrap();
+    assert!(
+        data_line.contains(&canonical.display().to_string()),
+        "{data_line}"
+    );
+}
