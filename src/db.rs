@@ -61,7 +61,19 @@ impl Db {
     /// could otherwise fail with SQLITE_BUSY when another process (the CLI
     /// beside a running daemon) committed in between.
     pub async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        self.write.begin_with("BEGIN IMMEDIATE").await
+        match self.write.begin_with("BEGIN IMMEDIATE").await {
+            // A COMMIT that failed (disk full, read-only disk) leaves SQLite
+            // rolled back but sqlx still counting an open transaction on the
+            // one write connection, and every later write would fail the
+            // same way. That connection is closed and a fresh one opened,
+            // so writes work again as soon as the disk does.
+            Err(sqlx::Error::InvalidSavePointStatement) => {
+                tracing::warn!("reopening the write connection after a failed commit");
+                drop(self.write.acquire().await?.detach());
+                self.write.begin_with("BEGIN IMMEDIATE").await
+            }
+            other => other,
+        }
     }
 
     /// Whether the schema exists yet (false on a brand-new file).

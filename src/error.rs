@@ -67,6 +67,9 @@ impl AppError {
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
+            Self::Database(e) if storage_unavailable(e) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
+            }
             Self::Crypto(_) | Self::Database(_) | Self::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
@@ -74,12 +77,41 @@ impl AppError {
     }
 }
 
+/// Whether the database could not be written for want of room or
+/// permission (SQLite's FULL, READONLY or IOERR, or the same from the OS):
+/// the request changed nothing and can be retried once that is fixed.
+fn storage_unavailable(err: &sqlx::Error) -> bool {
+    const SQLITE_READONLY: i64 = 8;
+    const SQLITE_IOERR: i64 = 10;
+    const SQLITE_FULL: i64 = 13;
+    match err {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|code| code.parse::<i64>().ok())
+            .is_some_and(|code| {
+                [SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL].contains(&(code & 0xff))
+            }),
+        sqlx::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
+        ),
+        _ => false,
+    }
+}
+
+const STORAGE_MESSAGE: &str = "widgetd could not write to its database: the disk is full or \
+    read-only. Nothing was changed; retry once the operator has freed space or made the data \
+    dir writable (reads keep working)";
+
 impl AppError {
     /// The status and the `{"error": {…}}` body of this error. Internal
     /// failures are logged here and get a generic message.
     pub fn to_body(&self) -> (StatusCode, serde_json::Value) {
         let (status, code) = self.status_and_code();
-        let message = if status.is_server_error() {
+        let message = if code == "storage_unavailable" {
+            tracing::error!(error = %self, "the database could not be written");
+            STORAGE_MESSAGE.to_owned()
+        } else if status.is_server_error() {
             // Bound parameters never appear in these errors, so logging them is
             // safe; the client learns only that something failed on our side.
             tracing::error!(error = %self, "request failed");

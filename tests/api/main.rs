@@ -8,6 +8,7 @@ mod canary;
 mod cli;
 mod env_api;
 mod exec;
+mod faults;
 mod helpers;
 mod mcp;
 mod questions;
