@@ -23,6 +23,7 @@ pub mod sessions;
 pub mod startup;
 pub mod transcript;
 pub mod web;
+pub mod webhooks;
 pub mod widgets;
 
 use std::future::Future;
@@ -51,6 +52,8 @@ pub struct Settings {
     pub widget_ttl_ms: i64,
     /// Host names (optionally `host:port`) the MCP endpoint answers to.
     pub mcp_allowed_hosts: Vec<String>,
+    /// The first webhook retry waits this long; later ones longer.
+    pub webhook_retry_base_ms: i64,
 }
 
 impl Settings {
@@ -74,6 +77,7 @@ impl Settings {
             prompt_tag: prompts::DEFAULT_TAG.to_owned(),
             widget_ttl_ms: 7 * 24 * 3600 * 1000,
             mcp_allowed_hosts: hosts,
+            webhook_retry_base_ms: 5000,
         }
     }
 
@@ -130,6 +134,8 @@ pub fn app(state: AppState) -> Router {
         .merge(events::api::router())
         .merge(transcript::router())
         .merge(web::router())
+        .merge(webhooks::api::router())
+        .merge(webhooks::page::router())
         .layer(web::session_layer(&state))
         .merge(mcp::router(&state))
         .layer(axum::middleware::map_response(security_headers))

@@ -156,6 +156,7 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
 
 /// Expires widgets and deletes expired browser sessions, every `every`.
 async fn background_jobs(state: AppState, every: Duration) {
+    tokio::spawn(crate::webhooks::delivery::run(state.clone()));
     let sessions = SqliteSessionStore::new(state.db.clone());
     loop {
         match widgets::expire_due(&state).await {

@@ -63,7 +63,8 @@ impl IntoResponse for PageError {
 
 type PageResult = Result<Response, PageError>;
 
-fn to_login(next: &str) -> Response {
+/// A redirect to the login page that comes back to `next`.
+pub fn to_login(next: &str) -> Response {
     let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
     Redirect::to(&format!("/login?{query}")).into_response()
 }
@@ -163,7 +164,7 @@ struct NewSessionForm {
 }
 
 /// A urlencoded form body, refused without quoting it.
-pub(super) fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
+pub fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
     serde_urlencoded::from_bytes(body).map_err(|_| AppError::BadRequest {
         code: "invalid_form",
         message: "the form could not be read; reload the page and try again".into(),

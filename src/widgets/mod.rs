@@ -230,7 +230,17 @@ async fn insert_widget(
         ..Default::default()
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
-    if widget.status != WidgetStatus::Pending {
+    if widget.status == WidgetStatus::Pending {
+        notify(
+            tx,
+            state,
+            widget,
+            params,
+            "widget.created",
+            WidgetStatus::Pending,
+        )
+        .await?;
+    } else {
         let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
             serde_json::from_str(r).unwrap_or(Value::Null)
         });
@@ -548,7 +558,32 @@ async fn after_resolution(
         detail: result["decision"].as_str().map(|d| format!("decision={d}")),
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
+    notify(tx, state, widget, params, "widget.resolved", to).await?;
     Ok(())
+}
+
+/// Queues the webhook notices of a change, in its transaction.
+async fn notify(
+    tx: &mut SqliteConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    params: &Params,
+    event: &'static str,
+    status: WidgetStatus,
+) -> sqlx::Result<()> {
+    let names = match params {
+        Params::EnvVars(p) => Some(p.name_strs().iter().map(|n| n.to_string()).collect()),
+        _ => None,
+    };
+    let notice = crate::webhooks::Notice {
+        event,
+        session: &widget.session_id,
+        widget: widget.id.as_str(),
+        kind: &widget.kind,
+        status: status.as_str(),
+        names,
+    };
+    crate::webhooks::enqueue(tx, &state.settings, &notice).await
 }
 
 fn wrong_kind(widget: &WidgetRow) -> AppError {

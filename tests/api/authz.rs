@@ -112,6 +112,13 @@ const TABLE: &[Row] = &[
     ),
     row("GET", "/settings/approvals", Cookie, "....cvpsm"),
     row("POST", "/settings/approvals/revoke", Cookie, "....cvpsm"),
+    row("GET", "/settings/webhooks", Cookie, "....cvpsm"),
+    row("POST", "/settings/webhooks", Cookie, "....cvpsm"),
+    row("POST", "/settings/webhooks/delete", Cookie, "....cvpsm"),
+    row("GET", "/api/v1/webhooks", Bearer, "....cvpsm"),
+    row("POST", "/api/v1/webhooks", Bearer, "....cvpsm"),
+    row("DELETE", "/api/v1/webhooks/{id}", Bearer, "....cvpsm"),
+    row("GET", "/api/v1/webhooks/deliveries", Bearer, "....cvpsm"),
     row("POST", "/api/v1/sessions/{id}/archive", Bearer, "....c...."),
     row(
         "POST",
@@ -268,7 +275,10 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
         "/settings/env" | "/settings/env/delete" => {
             vec![("name", "MATRIX_OWN_KEY".into()), ("value", "v".into())]
         }
-        "/settings/approvals/revoke" => vec![("id", "no-such-rule".into())],
+        "/settings/approvals/revoke" | "/settings/webhooks/delete" => {
+            vec![("id", "no-such-id".into())]
+        }
+        "/settings/webhooks" => vec![("url", "http://127.0.0.1:9/matrix".into())],
         "/admin/users/{action}" => vec![(
             "name",
             format!("added-{}", uuid::Uuid::new_v4().simple())
@@ -284,6 +294,7 @@ fn json_for(path: &str) -> Value {
     match path {
         "/api/v1/sessions/{id}/sharing" => json!({ "others_can": "none" }),
         "/api/v1/env/{name}" => json!({ "value": "own-value" }),
+        "/api/v1/webhooks" => json!({ "url": "http://127.0.0.1:9/matrix" }),
         "/api/v1/sessions/{id}/widgets/env-vars" => json!({ "names": ["NEW_KEY"], "reason": "r" }),
         "/api/v1/sessions/{id}/messages" => json!({ "text": "hello" }),
         "/api/v1/sessions/{id}/widgets/ask-user" => json!({ "questions": [

@@ -16,4 +16,5 @@ mod sessions;
 mod sharing;
 mod vault;
 mod webdriver;
+mod webhooks;
 mod widgets;

@@ -1,0 +1,325 @@
+//! Notifications when a widget waits or ends: per-user webhook endpoints,
+//! signed the Standard Webhooks way, fed from a durable outbox.
+//!
+//! A widget change writes one outbox row per endpoint of the session's
+//! creator in its own transaction ([`enqueue`]); a background task
+//! ([`delivery::run`]) sends them, retries with backoff, and keeps the
+//! outcome on the row, which is also the delivery log. Payloads carry
+//! names, kinds, the session and URLs, never a value or an answer.
+
+pub mod api;
+pub mod delivery;
+pub mod page;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::SqliteConnection;
+
+use crate::crypto::{Keyring, aad, random_bytes};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use crate::{Settings, clock};
+
+const WEBHOOK_AAD: &str = "widgetd/webhook/v1";
+const MAX_URL_CHARS: usize = 2000;
+const MAX_ENDPOINTS: i64 = 10;
+
+/// The body a receiver gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `{"type", "timestamp", "data"}` (Standard Webhooks' suggested shape).
+    Standard,
+    /// `{"text"}`, as Slack's incoming webhooks take it.
+    Slack,
+    /// Plain text with `Title` and `Click` headers, as ntfy takes it.
+    Ntfy,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::Slack => "slack",
+            Self::Ntfy => "ntfy",
+        }
+    }
+
+    fn parse(text: &str) -> AppResult<Self> {
+        match text {
+            "" | "standard" => Ok(Self::Standard),
+            "slack" => Ok(Self::Slack),
+            "ntfy" => Ok(Self::Ntfy),
+            _ => Err(AppError::invalid(
+                "invalid_format",
+                "`format` is `standard`, `slack` or `ntfy`",
+            )),
+        }
+    }
+}
+
+/// An endpoint as listed: never its secret.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct Endpoint {
+    pub id: String,
+    pub url: String,
+    pub format: String,
+    pub created_at: i64,
+}
+
+/// A new endpoint and its signing secret, shown this once.
+pub struct NewEndpoint {
+    pub endpoint: Endpoint,
+    pub secret: SecretString,
+}
+
+fn endpoint_aad(id: &str, owner: &UserId, key_id: i64) -> Vec<u8> {
+    aad(
+        WEBHOOK_AAD,
+        &[
+            id.as_bytes(),
+            owner.as_str().as_bytes(),
+            &key_id.to_be_bytes(),
+        ],
+    )
+}
+
+/// Checks a receiver URL: http or https, at most 2000 characters, no
+/// user info (a password in a URL would be shown on the settings page).
+fn check_url(url: &str) -> AppResult<String> {
+    let url = url.trim();
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.and_then(|r| r.split(['/', '?', '#']).next());
+    let ok = url.chars().count() <= MAX_URL_CHARS
+        && host.is_some_and(|h| !h.is_empty() && !h.contains('@'))
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        return Err(AppError::invalid(
+            "invalid_url",
+            "give an http:// or https:// URL of at most 2000 characters, without a user or password",
+        ));
+    }
+    Ok(url.to_owned())
+}
+
+/// Adds an endpoint for `owner`; the secret (`whsec_…`) is returned once.
+pub async fn create_endpoint(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    owner: &UserId,
+    url: &str,
+    format: &str,
+) -> AppResult<NewEndpoint> {
+    let url = check_url(url)?;
+    let format = Format::parse(format)?;
+    let count: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE owner_id = ?")
+            .bind(owner)
+            .fetch_one(&mut *conn)
+            .await?;
+    if count >= MAX_ENDPOINTS {
+        return Err(AppError::Conflict {
+            code: "too_many_webhooks",
+            message: format!("a user has at most {MAX_ENDPOINTS} webhooks; delete one first"),
+        });
+    }
+    let key = keyring.for_write(conn).await.map_err(anyhow::Error::from)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let raw = random_bytes::<32>();
+    let sealed = key.seal(&endpoint_aad(&id, owner, key.id), raw.as_ref());
+    let created_at = clock::now_ms();
+    sqlx::query(
+        "INSERT INTO webhook_endpoints (id, owner_id, url, format, key_id, nonce, secret, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(owner)
+    .bind(&url)
+    .bind(format.as_str())
+    .bind(key.id)
+    .bind(&sealed.nonce)
+    .bind(&sealed.ciphertext)
+    .bind(created_at)
+    .execute(conn)
+    .await?;
+    use base64::Engine;
+    let secret = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(raw.as_ref())
+    );
+    Ok(NewEndpoint {
+        endpoint: Endpoint {
+            id,
+            url,
+            format: format.as_str().to_owned(),
+            created_at,
+        },
+        secret: secret.into(),
+    })
+}
+
+/// The owner's endpoints, oldest first.
+pub async fn list_endpoints(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+) -> sqlx::Result<Vec<Endpoint>> {
+    sqlx::query_as(
+        "SELECT id, url, format, created_at FROM webhook_endpoints WHERE owner_id = ? ORDER BY created_at",
+    )
+    .bind(owner)
+    .fetch_all(conn)
+    .await
+}
+
+/// Deletes one of the owner's endpoints (and its undelivered notices);
+/// returns whether there was one.
+pub async fn delete_endpoint(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    id: &str,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = ? AND owner_id = ?")
+        .bind(id)
+        .bind(owner)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// What a notice tells: a widget of `session` was created or resolved.
+pub struct Notice<'a> {
+    pub event: &'static str,
+    pub session: &'a SessionId,
+    pub widget: &'a str,
+    pub kind: &'a str,
+    pub status: &'a str,
+    /// Env var names, for `env_vars` widgets.
+    pub names: Option<Vec<String>>,
+}
+
+/// Queues `notice` for every endpoint of the session's creator, inside the
+/// caller's transaction.
+pub async fn enqueue(
+    conn: &mut SqliteConnection,
+    settings: &Settings,
+    notice: &Notice<'_>,
+) -> sqlx::Result<()> {
+    let targets: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT e.id, e.format, s.title FROM webhook_endpoints e \
+         JOIN sessions s ON s.creator_id = e.owner_id WHERE s.id = ?",
+    )
+    .bind(notice.session)
+    .fetch_all(&mut *conn)
+    .await?;
+    let now = clock::now_ms();
+    for (endpoint, _format, title) in targets {
+        let payload = payload(settings, notice, &title, now);
+        sqlx::query(
+            "INSERT INTO webhook_outbox (msg_id, endpoint_id, event, payload, created_at, next_attempt_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(format!("msg_{}", uuid::Uuid::new_v4().simple()))
+        .bind(&endpoint)
+        .bind(notice.event)
+        .bind(payload.to_string())
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The notice in the Standard Webhooks shape; the other formats are made
+/// from it at delivery.
+fn payload(settings: &Settings, notice: &Notice<'_>, title: &str, now: i64) -> Value {
+    let session_url = format!("{}/sessions/{}", settings.public_url, notice.session);
+    json!({
+        "type": notice.event,
+        "timestamp": clock::rfc3339(now),
+        "data": {
+            "session_id": notice.session,
+            "session_title": title,
+            "session_url": session_url,
+            "widget_id": notice.widget,
+            "widget_url": format!("{session_url}#w-{}", notice.widget),
+            "kind": notice.kind,
+            "status": notice.status,
+            "names": notice.names,
+        }
+    })
+}
+
+/// One row of the delivery log.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct Delivery {
+    pub msg_id: String,
+    pub endpoint_id: String,
+    pub url: String,
+    pub event: String,
+    pub created_at: i64,
+    pub attempts: i64,
+    pub delivered_at: Option<i64>,
+    pub failed_at: Option<i64>,
+    pub next_attempt_at: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+/// The owner's most recent notices, newest first.
+pub async fn deliveries(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+    limit: i64,
+) -> sqlx::Result<Vec<Delivery>> {
+    sqlx::query_as(
+        "SELECT o.msg_id, o.endpoint_id, e.url, o.event, o.created_at, o.attempts, o.delivered_at, \
+         o.failed_at, o.next_attempt_at, o.last_status, o.last_error \
+         FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id \
+         WHERE e.owner_id = ? ORDER BY o.id DESC LIMIT ?",
+    )
+    .bind(owner)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// The HMAC key of an endpoint, decrypted for signing.
+async fn signing_key(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    endpoint: &str,
+) -> AppResult<(SecretBytes, String, String)> {
+    let row: (UserId, String, String, i64, Vec<u8>, Vec<u8>) = sqlx::query_as(
+        "SELECT owner_id, url, format, key_id, nonce, secret FROM webhook_endpoints WHERE id = ?",
+    )
+    .bind(endpoint)
+    .fetch_one(&mut *conn)
+    .await?;
+    let (owner, url, format, key_id, nonce, secret) = row;
+    let key = keyring
+        .get(conn, key_id)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let plain = key.open(&endpoint_aad(endpoint, &owner, key_id), &nonce, &secret)?;
+    Ok((SecretBytes(plain), url, format))
+}
+
+/// A decrypted signing key; zeroed when dropped, never printed.
+struct SecretBytes(zeroize::Zeroizing<Vec<u8>>);
+
+impl SecretBytes {
+    fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// `whsec_…` as shown once, for tests and receivers: the raw key bytes.
+pub fn decode_secret(secret: &SecretString) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let b64 = secret.expose_secret().strip_prefix("whsec_")?;
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
+}

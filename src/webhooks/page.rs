@@ -1,0 +1,221 @@
+//! `/settings/webhooks`: a person's notification addresses and their
+//! delivery log.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+
+use super::api::audit_change;
+use super::delivery::MAX_ATTEMPTS;
+use super::{create_endpoint, delete_endpoint, deliveries, list_endpoints};
+use crate::audit::ClientAddr;
+use crate::error::AppError;
+use crate::web::pages::{PageError, read_form, to_login};
+use crate::web::{CurrentUser, check_csrf};
+use crate::{AppState, clock};
+
+type PageResult = Result<Response, PageError>;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/settings/webhooks",
+            get(view_settings_webhooks_get).post(add_webhook_form),
+        )
+        .route("/settings/webhooks/delete", post(delete_webhook_form))
+}
+
+struct EndpointRow {
+    id: String,
+    url: String,
+    format: String,
+    created_at: String,
+}
+
+struct DeliveryRow {
+    msg_id: String,
+    url: String,
+    event: String,
+    state: String,
+    attempts: i64,
+}
+
+struct Created {
+    url: String,
+    secret: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "settings_webhooks.html")]
+struct WebhooksPage {
+    user: String,
+    csrf: String,
+    is_admin: bool,
+    endpoints: Vec<EndpointRow>,
+    log: Vec<DeliveryRow>,
+    created: Option<Created>,
+    error: Option<(String, String)>,
+    max_attempts: i64,
+}
+
+/// What became of a notice, in words.
+fn state_of(d: &super::Delivery) -> String {
+    match (d.delivered_at, d.failed_at, d.last_status, &d.last_error) {
+        (Some(at), ..) => format!("delivered {}", clock::rfc3339(at)),
+        (None, Some(_), status, error) => format!(
+            "given up: {}",
+            status.map_or_else(
+                || error.clone().unwrap_or_default(),
+                |s| format!("HTTP {s}")
+            )
+        ),
+        (None, None, None, None) => "waiting to be sent".to_owned(),
+        (None, None, status, error) => format!(
+            "retrying at {} (last: {})",
+            clock::rfc3339(d.next_attempt_at),
+            status.map_or_else(
+                || error.clone().unwrap_or_default(),
+                |s| format!("HTTP {s}")
+            )
+        ),
+    }
+}
+
+async fn page(
+    state: &AppState,
+    user: &CurrentUser,
+    created: Option<Created>,
+    error: Option<&AppError>,
+) -> PageResult {
+    let mut conn = state.db.read.acquire().await?;
+    let endpoints = list_endpoints(&mut conn, &user.id)
+        .await?
+        .into_iter()
+        .map(|e| EndpointRow {
+            id: e.id,
+            url: e.url,
+            format: e.format,
+            created_at: clock::rfc3339(e.created_at),
+        })
+        .collect();
+    let log = deliveries(&mut conn, &user.id, 20)
+        .await?
+        .iter()
+        .map(|d| DeliveryRow {
+            state: state_of(d),
+            msg_id: d.msg_id.clone(),
+            url: d.url.clone(),
+            event: d.event.clone(),
+            attempts: d.attempts,
+        })
+        .collect();
+    let error = error.map(|e| {
+        let (_, body) = e.to_body();
+        let text = |k: &str| body["error"][k].as_str().unwrap_or_default().to_owned();
+        (text("code"), text("message"))
+    });
+    let page = WebhooksPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
+        endpoints,
+        log,
+        created,
+        error,
+        max_attempts: MAX_ATTEMPTS,
+    };
+    Ok(page.into_response())
+}
+
+/// `GET /settings/webhooks`.
+async fn view_settings_webhooks_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+) -> PageResult {
+    match user {
+        Some(user) => page(&state, &user, None, None).await,
+        None => Ok(to_login("/settings/webhooks")),
+    }
+}
+
+#[derive(Deserialize)]
+struct AddForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    format: String,
+}
+
+/// `POST /settings/webhooks`: the answer page shows the secret once (it is
+/// not redirected, so a reload does not show it again).
+async fn add_webhook_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: AddForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    let mut tx = state.db.begin_write().await?;
+    match create_endpoint(&mut tx, &state.keyring, &user.id, &form.url, &form.format).await {
+        Ok(new) => {
+            audit_change(
+                &mut tx,
+                "webhook.create",
+                &user.id,
+                &client,
+                &new.endpoint.id,
+                &new.endpoint.url,
+            )
+            .await?;
+            tx.commit().await?;
+            let created = Created {
+                url: new.endpoint.url,
+                secret: new.secret.expose_secret().to_owned(),
+            };
+            page(&state, &user, Some(created), None).await
+        }
+        Err(err @ (AppError::Invalid { .. } | AppError::Conflict { .. })) => {
+            drop(tx);
+            let response = page(&state, &user, None, Some(&err)).await?;
+            Ok((err.to_body().0, response).into_response())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[derive(Deserialize)]
+struct DeleteForm {
+    #[serde(default)]
+    csrf_token: Option<String>,
+    #[serde(default)]
+    id: String,
+}
+
+/// `POST /settings/webhooks/delete`: idempotent.
+async fn delete_webhook_form(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    client: ClientAddr,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form: DeleteForm = read_form(&body)?;
+    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    let mut tx = state.db.begin_write().await?;
+    if delete_endpoint(&mut tx, &user.id, &form.id).await? {
+        audit_change(&mut tx, "webhook.delete", &user.id, &client, &form.id, "").await?;
+        tx.commit().await?;
+    }
+    Ok(Redirect::to("/settings/webhooks").into_response())
+}

@@ -1,0 +1,281 @@
+//! Notifications: a real receiver on a real port checks the Standard
+//! Webhooks signature, answers 500 once to force a retry, and never sees a
+//! value; the outbox survives a restart of the real binary.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use reqwest::StatusCode as Status;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use widgetd::webhooks::decode_secret;
+use widgetd::webhooks::delivery::sign_with;
+
+use crate::helpers::{Daemon, Scene, canary, client, scene, spawn_app_with, stdout, widgetd};
+
+/// One request as the receiver got it.
+#[derive(Clone, Debug)]
+struct Received {
+    headers: HeaderMap,
+    body: String,
+}
+
+/// An HTTP receiver on 127.0.0.1:0 that keeps what it gets and answers with
+/// the next status of its script (200 once the script is used up).
+#[derive(Clone, Default)]
+struct Receiver {
+    got: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<Vec<u16>>>,
+}
+
+impl Receiver {
+    async fn start(script: &[u16]) -> (Receiver, String) {
+        let receiver = Receiver::default();
+        receiver.script.lock().unwrap().extend(script.iter().rev());
+        let state = receiver.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: HeaderMap, body: String| {
+                let state = state.clone();
+                async move {
+                    state.got.lock().unwrap().push(Received { headers, body });
+                    let status = state.script.lock().unwrap().pop().unwrap_or(200);
+                    StatusCode::from_u16(status).unwrap()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (receiver, url)
+    }
+
+    fn got(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 30 s) until `n` requests came in.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = self.got();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} notices arrived",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn header<'a>(r: &'a Received, name: &str) -> &'a str {
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// Checks the Standard Webhooks signature of `r` with the secret shown once.
+fn assert_signed(r: &Received, secret: &str) {
+    let key = decode_secret(&SecretString::from(secret.to_owned())).expect("a whsec_ secret");
+    let id = header(r, "webhook-id");
+    let ts: i64 = header(r, "webhook-timestamp").parse().unwrap();
+    assert!(id.starts_with("msg_"), "{id}");
+    assert_eq!(
+        header(r, "webhook-signature"),
+        sign_with(&key, id, ts, r.body.as_bytes())
+    );
+    let wrong = sign_with(b"another key", id, ts, r.body.as_bytes());
+    assert_ne!(header(r, "webhook-signature"), wrong);
+}
+
+async fn add_webhook(app: &crate::helpers::TestApp, token: &str, url: &str, format: &str) -> Value {
+    let r = app
+        .post_json(
+            "/api/v1/webhooks",
+            token,
+            &json!({ "url": url, "format": format }),
+        )
+        .await;
+    assert_eq!(r.status(), Status::CREATED);
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn notices_are_signed_retried_and_never_carry_a_value() {
+    let app = spawn_app_with(|s| s.webhook_retry_base_ms = 100).await;
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let (receiver, url) = Receiver::start(&[500]).await;
+    let (slack, slack_url) = Receiver::start(&[]).await;
+    let created = add_webhook(&app, &host, &url, "standard").await;
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{created}");
+    add_webhook(&app, &host, &slack_url, "slack").await;
+    let listed: Value = app
+        .get("/api/v1/webhooks", &host)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !listed.to_string().contains(&secret),
+        "the secret is shown only once"
+    );
+
+    // The agent asks: the first attempt gets a 500, the retry a 200, with
+    // the same webhook-id both times.
+    let r = app
+        .request_env_vars(
+            &agent,
+            &session,
+            &json!({ "names": ["HUBSPOT_API_KEY"], "reason": "sync" }),
+        )
+        .await;
+    let widget = r.json::<Value>().await.unwrap()["widget_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let got = receiver.wait_for(2).await;
+    assert_eq!(header(&got[0], "webhook-id"), header(&got[1], "webhook-id"));
+    for r in &got {
+        assert_signed(r, &secret);
+    }
+    let notice: Value = serde_json::from_str(&got[1].body).unwrap();
+    assert_eq!(notice["type"], "widget.created");
+    assert_eq!(notice["data"]["names"], json!(["HUBSPOT_API_KEY"]));
+    assert_eq!(notice["data"]["widget_id"], widget.as_str());
+    assert_eq!(
+        notice["data"]["widget_url"],
+        format!("{}/sessions/{session}#w-{widget}", app.url)
+    );
+    let text: Value = serde_json::from_str(&slack.wait_for(1).await[0].body).unwrap();
+    assert!(
+        text["text"]
+            .as_str()
+            .unwrap()
+            .contains("asks for HUBSPOT_API_KEY"),
+        "{text}"
+    );
+
+    // The person answers with a value: the notice says so, without it.
+    let value = canary("webhook");
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{widget}/submit"),
+            &[("value.HUBSPOT_API_KEY", &value)],
+        )
+        .await;
+    assert_eq!(r.status(), Status::SEE_OTHER);
+    let got = receiver.wait_for(3).await;
+    let resolved: Value = serde_json::from_str(&got[2].body).unwrap();
+    assert_eq!(resolved["type"], "widget.resolved");
+    assert_eq!(resolved["data"]["status"], "submitted");
+    assert_signed(&got[2], &secret);
+    for r in got.iter().chain(slack.wait_for(2).await.iter()) {
+        assert!(!r.body.contains(&value), "a notice carried the value");
+        assert!(!format!("{:?}", r.headers).contains(&value));
+    }
+
+    // The delivery log shows both attempts of the first notice.
+    let log: Value = app
+        .get("/api/v1/webhooks/deliveries", &host)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let first = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["msg_id"] == header(&got[0], "webhook-id"))
+        .unwrap();
+    assert_eq!(first["attempts"], 2, "{log}");
+    assert_eq!(first["last_status"], 200, "{log}");
+    assert!(first["delivered_at"].is_i64(), "{log}");
+    assert!(!log.to_string().contains(&value));
+
+    // A bad address is refused with a stable code and nothing is stored.
+    let r = app
+        .post_json(
+            "/api/v1/webhooks",
+            &host,
+            &json!({ "url": "file:///etc/passwd" }),
+        )
+        .await;
+    assert_eq!(r.status(), Status::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "invalid_url"
+    );
+}
+
+/// A notice that could not be delivered before the daemon stopped is
+/// delivered after it starts again: the outbox is on disk.
+#[tokio::test]
+async fn an_undelivered_notice_is_sent_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let daemon = Daemon::start(&data, dir.path(), "webhooks-1");
+    let token = stdout(
+        &widgetd(&data)
+            .args(["token", "create", "--user", "admin", "--scope", "sessions"])
+            .output()
+            .unwrap(),
+    )
+    .trim()
+    .to_owned();
+    // Refuses everything until the daemon has stopped.
+    let (receiver, url) = Receiver::start(&[503; 20]).await;
+    let http = client();
+    let post = |path: &str, token: &str, body: Value| {
+        http.post(format!("{}{path}", daemon.url))
+            .bearer_auth(token.to_owned())
+            .json(&body)
+            .send()
+    };
+    let r = post("/api/v1/webhooks", &token, json!({ "url": url }))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), Status::CREATED);
+    let created: Value = post("/api/v1/sessions", &token, json!({}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (session, agent) = (
+        created["session_id"].as_str().unwrap().to_owned(),
+        created["agent_token"].as_str().unwrap().to_owned(),
+    );
+    let r = post(
+        &format!("/api/v1/sessions/{session}/widgets/env-vars"),
+        &agent,
+        json!({ "names": ["A_KEY"], "reason": "r" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), Status::CREATED);
+    receiver.wait_for(1).await;
+    daemon.stop();
+    let before = receiver.got().len();
+    receiver.script.lock().unwrap().clear();
+
+    let daemon = Daemon::start(&data, dir.path(), "webhooks-2");
+    let got = receiver.wait_for(before + 1).await;
+    let last: Value = serde_json::from_str(&got.last().unwrap().body).unwrap();
+    assert_eq!(last["type"], "widget.created");
+    assert_eq!(last["data"]["session_id"], session.as_str());
+    daemon.stop();
+}
