@@ -17,6 +17,7 @@ pub mod events;
 pub mod exec;
 pub mod ids;
 pub mod mcp;
+pub mod ops;
 pub mod prompts;
 pub mod secrets;
 pub mod sessions;
@@ -34,7 +35,6 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
-use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::crypto::Keyring;
@@ -98,6 +98,7 @@ pub struct Inner {
     pub settings: Settings,
     pub hub: Hub,
     pub login_limiter: web::LoginLimiter,
+    pub metrics: ops::Metrics,
 }
 
 /// Shared, cheaply cloned application state.
@@ -112,6 +113,7 @@ impl AppState {
             settings,
             hub: Hub::default(),
             login_limiter: web::LoginLimiter::default(),
+            metrics: ops::Metrics::default(),
         }))
     }
 }
@@ -126,7 +128,7 @@ impl Deref for AppState {
 /// The whole HTTP application.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .merge(ops::router())
         .merge(sessions::api::router())
         .merge(secrets::api::router())
         .merge(widgets::api::router())
@@ -138,6 +140,10 @@ pub fn app(state: AppState) -> Router {
         .merge(webhooks::page::router())
         .layer(web::session_layer(&state))
         .merge(mcp::router(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ops::measure,
+        ))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(state)
 }

@@ -71,6 +71,7 @@ async fn stream_events(
 /// Sends what is in the database after `last`, then waits for the hub and
 /// repeats, until the client goes away or the daemon shuts down.
 async fn follow(state: AppState, session: SessionId, mut last: i64, tx: mpsc::Sender<SseEvent>) {
+    let _open = crate::ops::StreamOpen::new();
     let mut listener = state.hub.subscribe();
     loop {
         let batch = match state.db.read.acquire().await {

@@ -56,6 +56,8 @@ use Via::{Bearer, Cookie, Stream};
 /// c creator, v viewer, p prompter, s stranger, m admin. `*` = public.
 const TABLE: &[Row] = &[
     row("GET", "/healthz", Bearer, "*"),
+    row("GET", "/readyz", Bearer, "*"),
+    row("GET", "/metrics", Bearer, "........m"),
     row("GET", "/static/{name}", Cookie, "*"),
     row("GET", "/login", Cookie, "*"),
     row("POST", "/login", Cookie, "*"),

@@ -11,6 +11,7 @@ mod exec;
 mod faults;
 mod helpers;
 mod mcp;
+mod ops;
 mod questions;
 mod sessions;
 mod sharing;
