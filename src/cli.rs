@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// answers to; loopback and the public URL's host are always allowed.
     #[arg(long, env = "WIDGETD_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
     pub mcp_allowed_hosts: Vec<String>,
+    /// Run the built-in demo agent: creates the user `demo` and a demo
+    /// session and walks through each widget. Only on an empty data dir
+    /// (or one an earlier --demo made).
+    #[arg(long)]
+    pub demo: bool,
 }
 
 #[derive(Debug, Subcommand)]

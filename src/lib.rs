@@ -12,6 +12,7 @@ pub mod cli;
 pub mod clock;
 pub mod crypto;
 pub mod db;
+pub mod demo;
 pub mod error;
 pub mod events;
 pub mod exec;

@@ -57,6 +57,37 @@ pub async fn list_messages(
     .await
 }
 
+/// Adds a text line to the transcript and tells the session's watchers.
+pub async fn add_message(
+    state: &AppState,
+    session: &SessionId,
+    role: Role,
+    text: &str,
+) -> AppResult<i64> {
+    let len = text.chars().count();
+    if text.trim().is_empty() || len > MAX_MESSAGE_CHARS {
+        return Err(AppError::invalid(
+            "invalid_text",
+            format!("`text` needs 1 to {MAX_MESSAGE_CHARS} characters; it has {len}"),
+        ));
+    }
+    let mut tx = state.db.begin_write().await?;
+    let message_id: i64 = sqlx::query_scalar(
+        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
+    )
+    .bind(session)
+    .bind(role)
+    .bind(text)
+    .bind(clock::now_ms())
+    .fetch_one(&mut *tx)
+    .await?;
+    let payload = json!({ "message_id": message_id, "role": role, "text": text });
+    events::record(&mut tx, session, "message:created", &payload).await?;
+    tx.commit().await?;
+    state.hub.publish(session);
+    Ok(message_id)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewMessage {
@@ -79,27 +110,7 @@ async fn post_message(
             "agent tokens post `agent` messages only".into(),
         ));
     }
-    let len = body.text.chars().count();
-    if body.text.trim().is_empty() || len > MAX_MESSAGE_CHARS {
-        return Err(AppError::invalid(
-            "invalid_text",
-            format!("`text` needs 1 to {MAX_MESSAGE_CHARS} characters; it has {len}"),
-        ));
-    }
-    let mut tx = state.db.begin_write().await?;
-    let message_id: i64 = sqlx::query_scalar(
-        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
-    )
-    .bind(&session.id)
-    .bind(body.role)
-    .bind(&body.text)
-    .bind(clock::now_ms())
-    .fetch_one(&mut *tx)
-    .await?;
-    let payload = json!({ "message_id": message_id, "role": body.role, "text": body.text });
-    events::record(&mut tx, &session.id, "message:created", &payload).await?;
-    tx.commit().await?;
-    state.hub.publish(&session.id);
+    let message_id = add_message(&state, &session.id, body.role, &body.text).await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({ "message_id": message_id })),

@@ -88,7 +88,12 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
             args.bind
         )
     })?;
-    let admin_password = bootstrap_admin(&data).await?;
+    let admin_password = if args.demo {
+        crate::demo::check_data_dir(&data.db).await?;
+        Bootstrap::NotNeeded
+    } else {
+        bootstrap_admin(&data).await?
+    };
     let addr = listener.local_addr()?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
     let public_url = public_url.trim_end_matches('/').to_owned();
@@ -145,12 +150,45 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
         state.clone(),
         Duration::from_secs(args.sweep_secs.max(1)),
     ));
+    if args.demo {
+        start_demo(&state).await?;
+    }
     tracing::info!(%addr, "serving");
     crate::serve(listener, state, shutdown_signal())
         .await
         .context("the server failed")?;
     db.close().await;
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// Creates the demo user and session, says how to log in, and starts the
+/// demo agent.
+async fn start_demo(state: &AppState) -> anyhow::Result<()> {
+    let given = std::env::var("WIDGETD_ADMIN_PASSWORD").ok();
+    let password = given
+        .clone()
+        .map_or_else(passwords::generate, SecretString::from);
+    let shown = SecretString::from(password.expose_secret());
+    let (_, session, created) = crate::demo::prepare(state, password).await?;
+    let url = format!("{}/sessions/{session}", state.settings.public_url);
+    println!("\nDemo mode: the built-in demo agent is waiting for you at\n\n    {url}\n");
+    match (created, given) {
+        (true, None) => println!(
+            "Log in as `{}` with the password\n\n    {}\n\n(shown only this once).",
+            crate::demo::DEMO_USER,
+            shown.expose_secret()
+        ),
+        (true, Some(_)) => println!(
+            "Log in as `{}` with the password from WIDGETD_ADMIN_PASSWORD.",
+            crate::demo::DEMO_USER
+        ),
+        (false, _) => println!(
+            "Log in as `{}` with the password shown at the first demo start.",
+            crate::demo::DEMO_USER
+        ),
+    }
+    tokio::spawn(crate::demo::run(state.clone(), session));
     Ok(())
 }
 

@@ -366,12 +366,18 @@ impl Daemon {
     /// Starts the daemon on `data_dir` with `RUST_LOG=trace` and the admin
     /// password `PASSWORD`; waits until it listens.
     pub fn start(data_dir: &Path, logs: &Path, label: &str) -> Daemon {
+        Self::start_with(data_dir, logs, label, &[])
+    }
+
+    /// [`Daemon::start`] with more `serve` arguments.
+    pub fn start_with(data_dir: &Path, logs: &Path, label: &str, extra: &[&str]) -> Daemon {
         let (out_log, err_log) = (
             logs.join(format!("{label}.out")),
             logs.join(format!("{label}.err")),
         );
         let mut child = widgetd(data_dir)
             .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
             .env("RUST_LOG", "trace")
             .env("WIDGETD_ADMIN_PASSWORD", PASSWORD)
             .stdout(std::fs::File::create(&out_log).unwrap())
