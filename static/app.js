@@ -55,9 +55,46 @@ document.addEventListener("DOMContentLoaded", () => updateChoiceForms(document))
     transcript.appendChild(article);
   }
 
-  const events = new EventSource(`/api/v1/sessions/${session}/events`);
-  for (const kind of ["widget:created", "widget:resolved"]) {
-    events.addEventListener(kind, (event) => refreshWidget(JSON.parse(event.data).widget_id));
+  // The tab says how many requests wait: "(2) Session title · widgetd".
+  const baseTitle = document.title;
+  function updateTitle() {
+    const waiting = transcript.querySelectorAll("[data-status=pending]").length;
+    document.title = waiting ? `(${waiting}) ${baseTitle}` : baseTitle;
   }
+  updateTitle();
+
+  // Desktop notifications for new requests, once the person asks for them
+  // (browsers only show the permission prompt after a click).
+  function offerNotifications() {
+    if (!window.Notification || Notification.permission !== "default") return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary small";
+    button.id = "notify-me";
+    button.textContent = "Notify me of new requests";
+    button.addEventListener("click", async () => {
+      await Notification.requestPermission();
+      button.remove();
+    });
+    transcript.before(button);
+  }
+  offerNotifications();
+  function notifyNew(id) {
+    if (!window.Notification || Notification.permission !== "granted" || !document.hidden) return;
+    const note = new Notification("widgetd", { body: "The agent is waiting for your answer.", tag: id });
+    note.addEventListener("click", () => { window.focus(); location.hash = `w-${id}`; });
+  }
+
+  const events = new EventSource(`/api/v1/sessions/${session}/events`);
+  events.addEventListener("widget:created", async (event) => {
+    const data = JSON.parse(event.data);
+    await refreshWidget(data.widget_id);
+    updateTitle();
+    if (data.status === "pending") notifyNew(data.widget_id);
+  });
+  events.addEventListener("widget:resolved", async (event) => {
+    await refreshWidget(JSON.parse(event.data).widget_id);
+    updateTitle();
+  });
   events.addEventListener("message:created", (event) => addMessage(JSON.parse(event.data)));
 })();

@@ -1080,3 +1080,32 @@ async fn a_key_typed_into_a_multiline_field_keeps_its_line_ends() {
     );
     chrome.close().await;
 }
+
+/// The tab's title counts the requests that wait, live.
+#[tokio::test]
+async fn the_tab_title_counts_waiting_requests() {
+    let app = spawn_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, "alice").await;
+    chrome.open(&transcript(&app, &session)).await;
+    chrome.wait_css("#transcript").await;
+    let title = || async { chrome.js("return document.title;").await };
+    assert_eq!(title().await, json!("test · widgetd"));
+    let first = app.pending_widget(&agent, &session, &["FIRST_KEY"]).await;
+    app.pending_widget(&agent, &session, &["SECOND_KEY"]).await;
+    wait_for("the title to count two", || async {
+        title().await == json!("(2) test · widgetd")
+    })
+    .await;
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(&browser, &format!("/widgets/{first}/dismiss"), &[])
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    wait_for("the title to count one", || async {
+        title().await == json!("(1) test · widgetd")
+    })
+    .await;
+    chrome.close().await;
+}
