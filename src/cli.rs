@@ -92,6 +92,11 @@ pub enum Command {
     Audit(AuditCommand),
     /// Run a command with a session's env vars, masking them in its output.
     Exec(ExecArgs),
+    /// Host a headless agent CLI turn by turn: the first prompt, then one
+    /// turn per resume prompt.
+    Host(HostArgs),
+    /// Print the MCP (and hooks) config for an agent client.
+    Connect(ConnectArgs),
     /// Write a consistent copy of the live database to PATH.
     Backup {
         /// A file that does not exist yet.
@@ -280,4 +285,62 @@ pub struct ExecArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct HostArgs {
+    /// Go on with this session (its agent token in WIDGETD_AGENT_TOKEN)
+    /// instead of creating one.
+    #[arg(long, requires = "agent_token")]
+    pub session: Option<String>,
+    /// The new session's title.
+    #[arg(long, conflicts_with = "session")]
+    pub title: Option<String>,
+    /// The first turn's prompt (default: read from standard input, for a
+    /// new session; none when going on with one).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Where widgetd listens.
+    #[arg(long, env = "WIDGETD_URL", default_value = "http://127.0.0.1:7700")]
+    pub url: String,
+    /// An API token with the sessions and env:read scopes.
+    #[arg(long, env = "WIDGETD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Read the API token from this file instead.
+    #[arg(long, conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+    /// The agent token of `--session`.
+    #[arg(long, env = "WIDGETD_AGENT_TOKEN", hide = true, hide_env_values = true)]
+    pub agent_token: Option<String>,
+    /// The agent's command; `{prompt}` in it is replaced by the turn's
+    /// prompt, else the prompt goes on its standard input.
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// The agent client to configure.
+    #[arg(value_enum)]
+    pub client: crate::connect::Client,
+    /// The session the agent works in.
+    #[arg(long)]
+    pub session: String,
+    /// Where agents reach widgetd.
+    #[arg(
+        long,
+        env = "WIDGETD_PUBLIC_URL",
+        default_value = "http://127.0.0.1:7700"
+    )]
+    pub url: String,
+    /// Write the agent token (from WIDGETD_AGENT_TOKEN) into the config
+    /// itself instead of referring to that environment variable.
+    #[arg(long)]
+    pub inline_token: bool,
+    /// The agent token, for `--inline-token`.
+    #[arg(long, env = "WIDGETD_AGENT_TOKEN", hide = true, hide_env_values = true)]
+    pub agent_token: Option<String>,
+    /// Print `{"client", "file", "format", "config"}`.
+    #[arg(long)]
+    pub json: bool,
 }

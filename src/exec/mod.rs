@@ -55,40 +55,48 @@ struct ErrorBody {
     message: String,
 }
 
-/// Fetches the session's effective env from the daemon.
-async fn fetch_env(opts: &ExecOptions) -> anyhow::Result<BTreeMap<String, SecretString>> {
-    let url = format!(
-        "{}/api/v1/sessions/{}/env?partial={}",
-        opts.url.trim_end_matches('/'),
-        opts.session,
-        opts.partial
-    );
+/// An HTTP client for talking to the daemon.
+pub fn http_client() -> anyhow::Result<reqwest::Client> {
     // No proxy: the token and the values go straight to the daemon.
-    let client = reqwest::Client::builder()
+    reqwest::Client::builder()
         .no_proxy()
         .build()
-        .context("cannot set up the HTTP client")?;
+        .context("cannot set up the HTTP client")
+}
+
+/// Why the daemon refused a request: its message and code, or the status.
+pub async fn refusal(response: reqwest::Response) -> String {
+    let status = response.status();
+    match response.json::<ErrorResponse>().await {
+        Ok(e) => format!("{} ({})", e.error.message, e.error.code),
+        Err(_) => status.to_string(),
+    }
+}
+
+/// Fetches the effective env of `session` from the daemon at `base`; with
+/// `partial`, without the values that could not be decrypted.
+pub async fn fetch_env(
+    client: &reqwest::Client,
+    base: &str,
+    token: &SecretString,
+    session: &str,
+    partial: bool,
+) -> anyhow::Result<BTreeMap<String, SecretString>> {
+    let url = format!(
+        "{}/api/v1/sessions/{session}/env?partial={partial}",
+        base.trim_end_matches('/')
+    );
     let response = client
         .get(&url)
-        .bearer_auth(opts.token.expose_secret())
+        .bearer_auth(token.expose_secret())
         .send()
         .await
         .with_context(|| {
-            format!(
-                "cannot reach widgetd at {}; is `widgetd serve` running there?",
-                opts.url
-            )
+            format!("cannot reach widgetd at {base}; is `widgetd serve` running there?")
         })?;
-    let status = response.status();
-    if !status.is_success() {
-        let detail = match response.json::<ErrorResponse>().await {
-            Ok(e) => format!("{} ({})", e.error.message, e.error.code),
-            Err(_) => status.to_string(),
-        };
-        bail!(
-            "widgetd refused to hand out the env of session {}: {detail}",
-            opts.session
-        );
+    if !response.status().is_success() {
+        let detail = refusal(response).await;
+        bail!("widgetd refused to hand out the env of session {session}: {detail}");
     }
     let EnvResponse { env, unreadable } = response
         .json::<EnvResponse>()
@@ -111,21 +119,21 @@ async fn fetch_env(opts: &ExecOptions) -> anyhow::Result<BTreeMap<String, Secret
 
 /// Runs the command; returns the exit code to leave with.
 pub async fn run(opts: ExecOptions) -> anyhow::Result<i32> {
-    let env = fetch_env(&opts).await?;
+    let env = fetch_env(
+        &http_client()?,
+        &opts.url,
+        &opts.token,
+        &opts.session,
+        opts.partial,
+    )
+    .await?;
     let (program, args) = opts
         .command
         .split_first()
         .context("give the command to run after `--`")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(Stdio::inherit());
-    // The child is often the agent itself: it must not inherit our token
-    // (which reads every value of the user's sessions) or any other widgetd
-    // setting.
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("WIDGETD_") {
-            command.env_remove(name);
-        }
-    }
+    scrub_env(&mut command);
     for (name, value) in &env {
         command.env(name, value.expose_secret());
     }
@@ -144,8 +152,8 @@ pub async fn run(opts: ExecOptions) -> anyhow::Result<i32> {
         let out = child.stdout.take().expect("piped stdout");
         let err = child.stderr.take().expect("piped stderr");
         (
-            tokio::spawn(pump(out, tokio::io::stdout(), masker())),
-            tokio::spawn(pump(err, tokio::io::stderr(), masker())),
+            tokio::spawn(pump(out, tokio::io::stdout(), masker(), 0)),
+            tokio::spawn(pump(err, tokio::io::stderr(), masker(), 0)),
         )
     });
     let status = child
@@ -159,11 +167,25 @@ pub async fn run(opts: ExecOptions) -> anyhow::Result<i32> {
     Ok(exit_code(status))
 }
 
-async fn pump(
+/// Keeps the child from inheriting widgetd's settings: the child is often
+/// the agent itself, and our token reads every value of the user's sessions.
+pub fn scrub_env(command: &mut tokio::process::Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("WIDGETD_") {
+            command.env_remove(name);
+        }
+    }
+}
+
+/// Copies `from` to `to` through `masker`; returns the first `keep` bytes
+/// of the masked output.
+pub async fn pump(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     mut masker: Masker,
-) -> std::io::Result<()> {
+    keep: usize,
+) -> std::io::Result<Vec<u8>> {
+    let mut kept = Vec::new();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = from.read(&mut buf).await?;
@@ -172,16 +194,18 @@ async fn pump(
         } else {
             masker.push(&buf[..n])
         };
+        let room = keep.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..room.min(chunk.len())]);
         to.write_all(&chunk).await?;
         to.flush().await?;
         if n == 0 {
-            return Ok(());
+            return Ok(kept);
         }
     }
 }
 
 /// The child's exit code, or 128 + signal number like a shell reports it.
-fn exit_code(status: ExitStatus) -> i32 {
+pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
