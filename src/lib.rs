@@ -17,6 +17,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod hooks;
 pub mod host;
 pub mod ids;
 pub mod mcp;
@@ -138,6 +139,7 @@ pub fn app(state: AppState) -> Router {
         .merge(prompts::api::router())
         .merge(events::api::router())
         .merge(transcript::router())
+        .merge(hooks::router())
         .merge(web::router())
         .merge(webhooks::api::router())
         .merge(webhooks::page::router())

@@ -1,0 +1,155 @@
+//! What Claude Code expects back from each hook event. Shapes follow
+//! Claude Code's hooks reference (see `docs/integrations.md`).
+
+use serde_json::{Value, json};
+
+use crate::error::{AppError, AppResult};
+use crate::widgets::WidgetStatus;
+
+/// The hook events widgetd answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    PreToolUse,
+    PermissionRequest,
+    Notification,
+    Stop,
+}
+
+impl Event {
+    pub fn parse(name: &str) -> AppResult<Self> {
+        match name {
+            "PreToolUse" => Ok(Self::PreToolUse),
+            "PermissionRequest" => Ok(Self::PermissionRequest),
+            "Notification" => Ok(Self::Notification),
+            "Stop" => Ok(Self::Stop),
+            _ => Err(AppError::invalid(
+                "unsupported_hook_event",
+                "`hook_event_name` must be PreToolUse, PermissionRequest, Notification or Stop",
+            )),
+        }
+    }
+
+    /// The hook output for a permission `verdict`.
+    pub fn answer(self, verdict: &Verdict, wait: u64) -> Value {
+        let (decision, reason) = match verdict {
+            Verdict::AlwaysAllowed => (
+                "allow",
+                "Allowed by a standing \"Always\" rule in widgetd.".to_owned(),
+            ),
+            Verdict::Allowed { by } => ("allow", format!("Allowed in widgetd by {by}.")),
+            Verdict::Denied { by, reason } => (
+                "deny",
+                match reason {
+                    Some(reason) => format!("Denied in widgetd by {by}: {reason}"),
+                    None => format!("Denied in widgetd by {by}."),
+                },
+            ),
+            Verdict::Unanswered => (
+                "ask",
+                format!("No decision in widgetd within {wait} seconds."),
+            ),
+        };
+        match self {
+            Self::PermissionRequest if decision == "ask" => {
+                // No decision: Claude Code shows its own permission dialog.
+                json!({ "systemMessage": reason })
+            }
+            Self::PermissionRequest => {
+                let mut decision = json!({ "behavior": decision });
+                if decision["behavior"] == "deny" {
+                    decision["message"] = json!(reason);
+                }
+                json!({ "hookSpecificOutput": {
+                    "hookEventName": "PermissionRequest",
+                    "decision": decision,
+                }})
+            }
+            _ => json!({ "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+                "permissionDecisionReason": reason,
+            }}),
+        }
+    }
+}
+
+/// What became of a permission check.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    AlwaysAllowed,
+    Allowed {
+        by: String,
+    },
+    Denied {
+        by: String,
+        reason: Option<String>,
+    },
+    /// No decision in time, or the widget was dismissed, expired or
+    /// cancelled: never an allow.
+    Unanswered,
+}
+
+impl Verdict {
+    /// From an approval widget's status and result.
+    pub fn from_result(status: WidgetStatus, result: Option<&Value>) -> Self {
+        let field = |name: &str| {
+            result
+                .and_then(|r| r.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        match (status, field("decision").as_deref()) {
+            (WidgetStatus::AlreadyPresent, _) => Self::AlwaysAllowed,
+            (WidgetStatus::Submitted, Some("once" | "always")) => Self::Allowed {
+                by: field("answered_by").unwrap_or_default(),
+            },
+            (WidgetStatus::Submitted, Some("deny")) => Self::Denied {
+                by: field("answered_by").unwrap_or_default(),
+                reason: field("reason"),
+            },
+            _ => Self::Unanswered,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_decision_allows_and_each_event_gets_its_own_shape() {
+        let once = json!({ "decision": "once", "answered_by": "alice" });
+        let allowed = Verdict::from_result(WidgetStatus::Submitted, Some(&once));
+        assert_eq!(
+            Event::PermissionRequest.answer(&allowed, 5)["hookSpecificOutput"]["decision"],
+            json!({ "behavior": "allow" })
+        );
+        for status in [
+            WidgetStatus::Pending,
+            WidgetStatus::Dismissed,
+            WidgetStatus::Expired,
+        ] {
+            let verdict = Verdict::from_result(status, Some(&once));
+            assert_eq!(verdict, Verdict::Unanswered);
+            let pre = Event::PreToolUse.answer(&verdict, 5);
+            assert_eq!(pre["hookSpecificOutput"]["permissionDecision"], "ask");
+            let perm = Event::PermissionRequest.answer(&verdict, 5);
+            assert!(perm.get("hookSpecificOutput").is_none(), "{perm}");
+        }
+        let deny = json!({ "decision": "deny", "answered_by": "bob", "reason": "not now" });
+        let denied = Verdict::from_result(WidgetStatus::Submitted, Some(&deny));
+        let pre = Event::PreToolUse.answer(&denied, 5);
+        assert_eq!(pre["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(
+            pre["hookSpecificOutput"]["permissionDecisionReason"],
+            "Denied in widgetd by bob: not now"
+        );
+        assert!(matches!(
+            Event::parse("SessionStart"),
+            Err(AppError::Invalid {
+                code: "unsupported_hook_event",
+                ..
+            })
+        ));
+    }
+}
