@@ -128,6 +128,12 @@ const TABLE: &[Row] = &[
         Bearer,
         ".a..c....",
     ),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/hooks/claude-code",
+        Bearer,
+        ".a..c....",
+    ),
     row("GET", "/api/v1/widgets/{id}", Bearer, ".a..c...."),
     row("GET", "/api/v1/sessions/{id}/prompts", Bearer, "....c...."),
     row(
@@ -299,6 +305,9 @@ fn json_for(path: &str) -> Value {
         "/api/v1/webhooks" => json!({ "url": "http://127.0.0.1:9/matrix" }),
         "/api/v1/sessions/{id}/widgets/env-vars" => json!({ "names": ["NEW_KEY"], "reason": "r" }),
         "/api/v1/sessions/{id}/messages" => json!({ "text": "hello" }),
+        "/api/v1/sessions/{id}/hooks/claude-code" => {
+            json!({ "hook_event_name": "Notification", "message": "hello" })
+        }
         "/api/v1/sessions/{id}/widgets/ask-user" => json!({ "questions": [
             { "question": "Which?", "header": "Pick", "options": [{ "label": "a" }, { "label": "b" }] } ] }),
         "/api/v1/sessions/{id}/widgets/ask" => json!({ "question": "Deploy?" }),

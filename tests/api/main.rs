@@ -11,6 +11,7 @@ mod env_api;
 mod exec;
 mod faults;
 mod helpers;
+mod hooks;
 mod mcp;
 mod ops;
 mod questions;
