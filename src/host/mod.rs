@@ -201,6 +201,7 @@ fn substitute(args: &[OsString], prompt: &str) -> (Vec<OsString>, bool) {
 fn transcript_text(said: &[u8]) -> Option<String> {
     let cut = said.len() > MAX_TRANSCRIPT_BYTES;
     let mut text = String::from_utf8_lossy(&said[..said.len().min(MAX_TRANSCRIPT_BYTES)])
+        .trim_start_matches(['\r', '\n'])
         .trim_end()
         .to_owned();
     if text.trim().is_empty() {

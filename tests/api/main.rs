@@ -12,6 +12,7 @@ mod exec;
 mod faults;
 mod helpers;
 mod hooks;
+mod host;
 mod mcp;
 mod ops;
 mod questions;
