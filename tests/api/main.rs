@@ -6,6 +6,7 @@ mod authz;
 mod browser;
 mod canary;
 mod cli;
+mod connect;
 mod demo;
 mod env_api;
 mod exec;
