@@ -176,6 +176,7 @@ async fn run_turn(
         let note = format!("The agent's turn ended with exit code {code}.");
         api.post_message(&session.id, "system", &note).await?;
     }
+    eprintln!("widgetd host: turn done; waiting for the next prompt");
     Ok(())
 }
 

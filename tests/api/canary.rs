@@ -299,6 +299,66 @@ async fn a_canary_reaches_only_the_executor_path() {
     cli_output.extend_from_slice(&exec.stdout);
     cli_output.extend_from_slice(&exec.stderr);
 
+    // `widgetd host` runs a turn with the values: its output and the
+    // transcript show them masked.
+    let (out, err) = host_turn(&url, &token, session_id, agent);
+    assert!(
+        out.contains("<concealed by widgetd> <concealed by widgetd>"),
+        "{out}"
+    );
+    cli_output.extend_from_slice(out.as_bytes());
+    cli_output.extend_from_slice(err.as_bytes());
+    let page = client
+        .get(format!("{url}/sessions/{session_id}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("concealed by widgetd"), "{page}");
+    let mut transcript = page.into_bytes();
+
+    // Claude Code's hooks: answers and refusals, even of a body that
+    // carries a value, never give one back.
+    let hook = format!("{url}/api/v1/sessions/{session_id}/hooks/claude-code");
+    for body in [
+        json!({ "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": { "command": "env" } }),
+        json!({ "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": { "command": "env" } }),
+        json!({ "hook_event_name": "Notification", "message": "Claude needs your permission" }),
+        json!({ "hook_event_name": typed, "tool_input": scoped }),
+    ] {
+        let r = client
+            .post(&hook)
+            .bearer_auth(agent)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        agent_side.extend_from_slice(&r.bytes().await.unwrap());
+    }
+    let r = client
+        .post(&hook)
+        .bearer_auth(agent)
+        .header("content-type", "application/json")
+        .body(format!("{{\"hook_event_name\": \"{typed}"))
+        .send()
+        .await
+        .unwrap();
+    agent_side.extend_from_slice(&r.bytes().await.unwrap());
+    transcript.extend_from_slice(
+        &client
+            .get(format!("{url}/sessions/{session_id}"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    );
+
     let db_path = dir.join("widgetd.db");
     let live_db = read_if_exists(&db_path);
     let live_wal = read_if_exists(&dir.join("widgetd.db-wal"));
@@ -332,12 +392,50 @@ async fn a_canary_reaches_only_the_executor_path() {
         assert_absent("the database file after shutdown", &closed_db, value);
         assert_absent("the daemon's output at TRACE", &logs, value);
         assert_absent("the CLI's output at TRACE", &cli_output, value);
+        assert_absent("the transcript page", &transcript, value);
         assert_absent(
             "a response to an agent token, a prompt or an event",
             &agent_side,
             value,
         );
     }
+}
+
+/// One turn of `widgetd host` that prints two values, then Ctrl-C; returns
+/// its stdout and stderr.
+fn host_turn(url: &str, token: &str, session: &str, agent: &str) -> (String, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut host = Command::new(env!("CARGO_BIN_EXE_widgetd"))
+        .args(["host", "--url", url, "--session", session])
+        .args(["--prompt", "show the keys", "--", "sh", "-c"])
+        .arg(r#"echo "$TYPED_KEY $SESSION_KEY""#)
+        .env("WIDGETD_TOKEN", token)
+        .env("WIDGETD_AGENT_TOKEN", agent)
+        .env("RUST_LOG", "trace")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(host.stdout.take().unwrap());
+    let mut out = String::new();
+    while !out.contains("concealed") {
+        assert!(stdout.read_line(&mut out).unwrap() > 0, "{out}");
+    }
+    // The host says when the turn is over and its output in the transcript.
+    let mut err = BufReader::new(host.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("turn done") {
+        assert!(err.read_line(&mut said).unwrap() > 0, "{said}");
+    }
+    Command::new("kill")
+        .args(["-INT", &host.id().to_string()])
+        .status()
+        .unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    err.read_to_string(&mut said).unwrap();
+    assert!(host.wait().unwrap().success(), "{said}");
+    assert!(said.contains("widgetd host: stopped"), "{said}");
+    (out, said)
 }
 
 #[tokio::test]
