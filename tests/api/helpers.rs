@@ -420,3 +420,13 @@ impl Daemon {
         );
     }
 }
+
+impl Drop for Daemon {
+    /// A test that failed before `stop` leaves no daemon running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
