@@ -11,7 +11,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use reqwest::Client;
 use serde_json::{Value, json};
 
-use crate::helpers::{Daemon, PASSWORD, canary, client, session_cookie, stderr, stdout, widgetd};
+use crate::helpers::{Daemon, PASSWORD, canary, client, stderr, stdout, widgetd};
 
 /// Text forms the value could take if it leaked: as is, hex, and base64 at
 /// each of the three alignments it could have inside a longer encoding.
@@ -54,24 +54,8 @@ fn read_if_exists(path: &Path) -> Vec<u8> {
 
 /// Logs in through the form; returns the cookie and the form token.
 async fn login(client: &Client, url: &str, user: &str) -> (String, String) {
-    let r = client
-        .post(format!("{url}/login"))
-        .form(&[("username", user), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303);
-    let cookie = session_cookie(&r).unwrap();
-    let me: Value = client
-        .get(format!("{url}/api/v1/me"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    (cookie, me["csrf_token"].as_str().unwrap().to_owned())
+    let browser = crate::helpers::login_at(client, url, user).await;
+    (browser.cookie, browser.csrf)
 }
 
 #[tokio::test]

@@ -4,9 +4,8 @@
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use serde_json::Value;
 
-use crate::helpers::{Daemon, PASSWORD, client, session_cookie, widgetd};
+use crate::helpers::{Daemon, client, widgetd};
 
 struct Person {
     url: String,
@@ -18,27 +17,11 @@ struct Person {
 impl Person {
     async fn login(url: &str) -> Person {
         let http = client();
-        let r = http
-            .post(format!("{url}/login"))
-            .form(&[("username", "demo"), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::SEE_OTHER, "the demo user logs in");
-        let cookie = session_cookie(&r).unwrap();
-        let me: Value = http
-            .get(format!("{url}/api/v1/me"))
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let browser = crate::helpers::login_at(&http, url, "demo").await;
         Person {
             url: url.to_owned(),
-            csrf: me["csrf_token"].as_str().unwrap().to_owned(),
-            cookie,
+            csrf: browser.csrf,
+            cookie: browser.cookie,
             http,
         }
     }

@@ -354,6 +354,32 @@ pub async fn scene(app: &TestApp, user: &str) -> Scene {
     }
 }
 
+/// Logs `user` (password [`PASSWORD`]) in to the daemon at `url` through
+/// the form, as a browser does; for daemons that are not a [`TestApp`].
+pub async fn login_at(client: &Client, url: &str, user: &str) -> Browser {
+    let r = client
+        .post(format!("{url}/login"))
+        .form(&[("username", user), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{user} logs in");
+    let cookie = session_cookie(&r).unwrap();
+    let me: Value = client
+        .get(format!("{url}/api/v1/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    Browser {
+        cookie,
+        csrf: me["csrf_token"].as_str().unwrap().to_owned(),
+    }
+}
+
 /// The real `widgetd serve` as a child process on 127.0.0.1:0, logging to files.
 pub struct Daemon {
     pub child: std::process::Child,
