@@ -299,6 +299,7 @@ pub async fn logout(
     State(state): State<AppState>,
     session: Session,
     user: CurrentUser,
+    client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<Response> {
@@ -306,6 +307,13 @@ pub async fn logout(
         serde_urlencoded::from_bytes(&body).unwrap_or(LogoutForm { csrf_token: None });
     check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
     session.flush().await.map_err(session_error)?;
+    let mut tx = state.db.begin_write().await?;
+    let entry = Entry {
+        action: "logout",
+        ..Default::default()
+    };
+    audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
+    tx.commit().await?;
     Ok(Redirect::to("/login").into_response())
 }
 

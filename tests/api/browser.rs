@@ -847,6 +847,11 @@ async fn session_cookies_follow_the_contract() {
         sessions - 1
     );
     assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'logout'").await,
+        1,
+        "logging out is audited"
+    );
+    assert_eq!(
         me(&app, &third.cookie).await,
         StatusCode::OK,
         "other logins stay"
