@@ -80,7 +80,8 @@ pub async fn create_user(
     Ok(user)
 }
 
-/// Replaces a user's password.
+/// Sets a user's password (policy-checked) and ends all their browser
+/// sessions.
 pub async fn set_password(
     conn: &mut SqliteConnection,
     name: &str,

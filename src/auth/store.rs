@@ -31,6 +31,13 @@ pub(super) async fn set_password_hash(
     sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
         .bind(password_hash)
         .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    // A new password ends every browser session of the user: whoever knew
+    // the old one (or holds a cookie got with it) is out. The session
+    // record keeps the user id under `user_id` (see `src/web/auth.rs`).
+    sqlx::query("DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = ?")
+        .bind(id)
         .execute(conn)
         .await?;
     Ok(())

@@ -1,5 +1,6 @@
 //! What browsers talk to: cookie sessions, login, CSRF.
 
+mod account;
 mod admin;
 pub mod auth;
 mod limiter;
@@ -45,6 +46,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/settings/approvals/revoke",
             post(pages::revoke_approval_form),
+        )
+        .route(
+            "/settings/password",
+            get(account::view_settings_password_get).post(account::change_password_form),
         )
         .route("/static/{name}", get(pages::static_file))
         .route("/admin/users", get(admin::view_users_get))

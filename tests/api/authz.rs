@@ -115,6 +115,8 @@ const TABLE: &[Row] = &[
     row("GET", "/settings/approvals", Cookie, "....cvpsm"),
     row("POST", "/settings/approvals/revoke", Cookie, "....cvpsm"),
     row("GET", "/settings/webhooks", Cookie, "....cvpsm"),
+    row("GET", "/settings/password", Cookie, "....cvpsm"),
+    row("POST", "/settings/password", Cookie, "....cvpsm"),
     row("POST", "/settings/webhooks", Cookie, "....cvpsm"),
     row("POST", "/settings/webhooks/delete", Cookie, "....cvpsm"),
     row("GET", "/api/v1/webhooks", Bearer, "....cvpsm"),
@@ -287,6 +289,11 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
             vec![("id", "no-such-id".into())]
         }
         "/settings/webhooks" => vec![("url", "http://127.0.0.1:9/matrix".into())],
+        "/settings/password" => vec![
+            ("current_password", crate::helpers::PASSWORD.into()),
+            ("new_password", "a new long matrix password".into()),
+            ("repeat_password", "a new long matrix password".into()),
+        ],
         "/admin/users/{action}" => vec![(
             "name",
             format!("added-{}", uuid::Uuid::new_v4().simple())
@@ -374,8 +381,10 @@ async fn prepare_delete(app: &TestApp, caller: &Caller, cookie: bool) {
 
 fn outcome(row: &Row, response: &Response) -> Option<bool> {
     let status = response.status();
-    // Logging out ends at the login page; anywhere else that means "log in first".
-    let to_login = row.path != "/logout"
+    // Logging out and a new password end at the login page; anywhere else
+    // that means "log in first".
+    let to_login = !(row.path == "/logout"
+        || (row.path == "/settings/password" && row.method == "POST"))
         && response
             .headers()
             .get("location")
@@ -391,8 +400,9 @@ fn outcome(row: &Row, response: &Response) -> Option<bool> {
 }
 
 /// Allowed calls that change what the next caller would see.
-const DISTURBING: [&str; 6] = [
+const DISTURBING: [&str; 7] = [
     "/logout",
+    "/settings/password",
     "/widgets/{id}/submit",
     "/widgets/{id}/dismiss",
     "/api/v1/sessions/{id}/archive",

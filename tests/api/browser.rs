@@ -847,7 +847,8 @@ async fn session_cookies_follow_the_contract() {
         sessions - 1
     );
     assert_eq!(
-        app.count("SELECT count(*) FROM audit_log WHERE action = 'logout'").await,
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'logout'")
+            .await,
         1,
         "logging out is audited"
     );

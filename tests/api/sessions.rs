@@ -4,7 +4,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::auth::Role;
 
-use crate::helpers::{assert_error, spawn_app};
+use crate::helpers::{Browser, PASSWORD, TestApp, assert_error, spawn_app};
 
 #[tokio::test]
 async fn an_api_token_with_the_sessions_scope_creates_a_session() {
@@ -95,4 +95,90 @@ async fn bad_session_bodies_get_stable_codes() {
         .await
         .unwrap();
     assert_error(r, StatusCode::BAD_REQUEST, "json_expected", None).await;
+}
+
+async fn me_status(app: &TestApp, browser: &Browser) -> StatusCode {
+    app.client
+        .get(format!("{}/api/v1/me", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+async fn change_password(
+    app: &TestApp,
+    browser: &Browser,
+    current: &str,
+    new: &str,
+    repeat: &str,
+) -> reqwest::Response {
+    let fields = [
+        ("current_password", current),
+        ("new_password", new),
+        ("repeat_password", repeat),
+    ];
+    app.post_form(browser, "/settings/password", &fields).await
+}
+
+/// People change their own password: the current one is checked, and every
+/// browser session of theirs ends (an admin's reset ends them too).
+#[tokio::test]
+async fn a_new_password_ends_every_browser_session() {
+    let app = spawn_app().await;
+    app.user("alice", Role::Member).await;
+    app.user("root", Role::Admin).await;
+    let here = app.login("alice").await;
+    let elsewhere = app.login("alice").await;
+    let new = "a brand new long password";
+    for (current, new, repeat, code) in [
+        ("not the password at all", new, new, "wrong_password"),
+        (PASSWORD, new, "something else entirely", "passwords_differ"),
+        (PASSWORD, "short", "short", "weak_password"),
+    ] {
+        let r = change_password(&app, &here, current, new, repeat).await;
+        assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let page = r.text().await.unwrap();
+        assert!(
+            page.contains(&format!("data-code=\"{code}\"")),
+            "{code}: {page}"
+        );
+        assert!(!page.contains(current), "the page repeats a password");
+    }
+    assert_eq!(
+        me_status(&app, &elsewhere).await,
+        StatusCode::OK,
+        "a refused change ends nothing"
+    );
+
+    let r = change_password(&app, &here, PASSWORD, new, new).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/login");
+    assert_eq!(me_status(&app, &here).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(me_status(&app, &elsewhere).await, StatusCode::UNAUTHORIZED);
+    assert!(app.login_with("alice", PASSWORD, None).await.is_none());
+    let again = app
+        .login_with("alice", new, None)
+        .await
+        .expect("the new password works");
+    let audited = app
+        .count(
+            "SELECT count(*) FROM audit_log WHERE action = 'user.passwd' AND actor LIKE 'user:%'",
+        )
+        .await;
+    assert_eq!(audited, 1);
+
+    // An admin's reset ends the person's sessions as well.
+    let admin = app.login("root").await;
+    let r = app
+        .post_form(&admin, "/admin/users/password", &[("name", "alice")])
+        .await;
+    assert!(
+        r.status().is_success() || r.status().is_redirection(),
+        "{}",
+        r.status()
+    );
+    assert_eq!(me_status(&app, &again).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(me_status(&app, &admin).await, StatusCode::OK);
 }
