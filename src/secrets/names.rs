@@ -12,9 +12,24 @@ const MAX_NAME_LEN: usize = 128;
 /// Largest value accepted, in bytes.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
-/// Names a process must not have overridden: they change what runs, where,
-/// or how (loader paths, interpreter start-up hooks) or are widgetd's own.
-const BLOCKED_NAMES: [&str; 8] = [
+/// Names a process must not have overridden. How the list is chosen: a
+/// name is blocked when setting it changes *what code runs* or *where its
+/// traffic and trust go*, not just what a program reads as data —
+/// - identity and lookup of the process: `PATH HOME SHELL USER LOGNAME PWD
+///   TERM IFS`;
+/// - shell start-up and evaluation hooks: `BASH_ENV ENV PROMPT_COMMAND
+///   PS4`, exported functions `BASH_FUNC_*`;
+/// - interpreter and runtime option or code injection: `NODE_OPTIONS
+///   NODE_PATH PERL5OPT PERL5LIB RUBYOPT RUBYLIB JAVA_TOOL_OPTIONS
+///   _JAVA_OPTIONS JDK_JAVA_OPTIONS`, `PYTHON*`, the loaders' `LD_*` and
+///   `DYLD_*`, `GCONV_PATH`;
+/// - commands other tools run for us: `GIT_SSH GIT_SSH_COMMAND
+///   GIT_EXEC_PATH EDITOR VISUAL PAGER`, `GIT_CONFIG_*`;
+/// - where traffic goes and whom it trusts: `*_PROXY` (any case of
+///   `http_proxy` is upper-case here), `NODE_EXTRA_CA_CERTS SSL_CERT_FILE
+///   SSL_CERT_DIR CURL_CA_BUNDLE REQUESTS_CA_BUNDLE`;
+/// - widgetd's own `WIDGETD_*`.
+const BLOCKED_NAMES: [&str; 33] = [
     "PATH",
     "HOME",
     "SHELL",
@@ -22,9 +37,35 @@ const BLOCKED_NAMES: [&str; 8] = [
     "LOGNAME",
     "PWD",
     "TERM",
+    "IFS",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
     "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "GCONV_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
 ];
-const BLOCKED_PREFIXES: [&str; 4] = ["LD_", "DYLD_", "PYTHON", "WIDGETD_"];
+const BLOCKED_PREFIXES: [&str; 6] = ["LD_", "DYLD_", "PYTHON", "WIDGETD_", "BASH_FUNC_", "GIT_CONFIG"];
+const BLOCKED_SUFFIXES: [&str; 1] = ["_PROXY"];
 
 /// A valid, allowed env var name: `^[A-Z_][A-Z0-9_]*$`, at most 128 chars.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -63,14 +104,19 @@ impl EnvVarName {
                 ),
             ));
         }
-        if BLOCKED_NAMES.contains(&name) || BLOCKED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        if BLOCKED_NAMES.contains(&name)
+            || BLOCKED_PREFIXES.iter().any(|p| name.starts_with(p))
+            || BLOCKED_SUFFIXES.iter().any(|p| name.ends_with(p))
+        {
             return Err(AppError::invalid(
                 "blocked_name",
                 format!(
-                    "`{name}` cannot be set through widgetd: it would change how processes start \
-                     (blocked: {}, and names starting with {})",
+                    "`{name}` cannot be set through widgetd: it would change what processes run \
+                     or where their traffic goes (blocked: {}, names starting with {}, and \
+                     names ending in {})",
                     BLOCKED_NAMES.join(", "),
-                    BLOCKED_PREFIXES.join(", ")
+                    BLOCKED_PREFIXES.join(", "),
+                    BLOCKED_SUFFIXES.join(", ")
                 ),
             ));
         }
@@ -102,6 +148,14 @@ impl SecretValue {
             return Err(AppError::invalid(
                 "empty_value",
                 format!("the value for {name} is empty"),
+            ));
+        }
+        // A NUL cannot be in a process environment: `exec` would fail for
+        // every command of the session.
+        if value.expose_secret().contains('\0') {
+            return Err(AppError::invalid(
+                "invalid_value",
+                format!("the value for {name} contains a NUL byte, which an environment cannot hold"),
             ));
         }
         if len > MAX_VALUE_BYTES {
@@ -182,10 +236,25 @@ mod tests {
             "NODE_OPTIONS",
             "PYTHONPATH",
             "WIDGETD_MASTER_KEY",
+            "BASH_ENV",
+            "ENV",
+            "PERL5OPT",
+            "RUBYOPT",
+            "JAVA_TOOL_OPTIONS",
+            "NODE_EXTRA_CA_CERTS",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "NO_PROXY",
+            "GIT_SSH_COMMAND",
+            "BASH_FUNC_X",
+            "GIT_CONFIG_COUNT",
+            "PS4",
         ] {
             assert_eq!(code(EnvVarName::parse(bad)), "blocked_name", "{bad}");
         }
-        assert!(EnvVarName::parse("PATHS_FILE").is_ok());
+        for fine in ["PATHS_FILE", "ENVIRONMENT", "PROXY_URL", "OPENAI_API_KEY", "GITHUB_TOKEN"] {
+            assert!(EnvVarName::parse(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]
@@ -204,5 +273,7 @@ mod tests {
             })
         ));
         assert_eq!(format!("{v:?}"), "SecretValue(SecretBox<str>([REDACTED]))");
+        let nul = SecretValue::parse(&name, SecretString::from("a\0b"));
+        assert!(matches!(nul, Err(AppError::Invalid { code: "invalid_value", .. })));
     }
 }
