@@ -260,6 +260,21 @@ pub async fn effective_env(
         unreadable: Vec::new(),
     };
     for row in store::effective_rows(conn, owner, session).await? {
+        // A value stored under a name that a later version blocks is never
+        // handed to a process, nor left out silently.
+        if EnvVarName::parse(&row.name).is_err() {
+            env.unreadable.push(Unreadable {
+                scope: if row.session_id.is_some() {
+                    "session"
+                } else {
+                    "global"
+                },
+                name: row.name,
+                reason: "the name is blocked (it could change what processes run); delete it"
+                    .into(),
+            });
+            continue;
+        }
         match decrypt_row(conn, keyring, &row).await {
             Ok(value) => {
                 env.values.insert(row.name, value);

@@ -64,7 +64,14 @@ const BLOCKED_NAMES: [&str; 33] = [
     "CURL_CA_BUNDLE",
     "REQUESTS_CA_BUNDLE",
 ];
-const BLOCKED_PREFIXES: [&str; 6] = ["LD_", "DYLD_", "PYTHON", "WIDGETD_", "BASH_FUNC_", "GIT_CONFIG"];
+const BLOCKED_PREFIXES: [&str; 6] = [
+    "LD_",
+    "DYLD_",
+    "PYTHON",
+    "WIDGETD_",
+    "BASH_FUNC_",
+    "GIT_CONFIG",
+];
 const BLOCKED_SUFFIXES: [&str; 1] = ["_PROXY"];
 
 /// A valid, allowed env var name: `^[A-Z_][A-Z0-9_]*$`, at most 128 chars.
@@ -155,7 +162,9 @@ impl SecretValue {
         if value.expose_secret().contains('\0') {
             return Err(AppError::invalid(
                 "invalid_value",
-                format!("the value for {name} contains a NUL byte, which an environment cannot hold"),
+                format!(
+                    "the value for {name} contains a NUL byte, which an environment cannot hold"
+                ),
             ));
         }
         if len > MAX_VALUE_BYTES {
@@ -252,7 +261,13 @@ mod tests {
         ] {
             assert_eq!(code(EnvVarName::parse(bad)), "blocked_name", "{bad}");
         }
-        for fine in ["PATHS_FILE", "ENVIRONMENT", "PROXY_URL", "OPENAI_API_KEY", "GITHUB_TOKEN"] {
+        for fine in [
+            "PATHS_FILE",
+            "ENVIRONMENT",
+            "PROXY_URL",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+        ] {
             assert!(EnvVarName::parse(fine).is_ok(), "{fine}");
         }
     }
@@ -274,6 +289,12 @@ mod tests {
         ));
         assert_eq!(format!("{v:?}"), "SecretValue(SecretBox<str>([REDACTED]))");
         let nul = SecretValue::parse(&name, SecretString::from("a\0b"));
-        assert!(matches!(nul, Err(AppError::Invalid { code: "invalid_value", .. })));
+        assert!(matches!(
+            nul,
+            Err(AppError::Invalid {
+                code: "invalid_value",
+                ..
+            })
+        ));
     }
 }

@@ -319,3 +319,25 @@ async fn rewrapping_under_a_new_master_keeps_every_value() {
         widgetd::crypto::Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env).await;
     assert!(old.is_err(), "the old master key still opens the keyring");
 }
+
+/// A value stored under a name a later version blocks is reported, never
+/// handed to a process.
+#[tokio::test]
+async fn a_value_under_a_since_blocked_name_is_reported_not_served() {
+    let v = vault().await;
+    v.set(&Target::Global, "CORP_PROXY_URL", "http://proxy.example")
+        .await;
+    v.exec("UPDATE env_vars SET name = 'HTTPS_PROXY' WHERE name = 'CORP_PROXY_URL'")
+        .await;
+    let mut conn = v.pool().acquire().await.unwrap();
+    let env = secrets::effective_env(&mut conn, &v.data.keyring, &v.alice.id, &v.session)
+        .await
+        .unwrap();
+    assert!(env.values.is_empty());
+    assert_eq!(env.unreadable[0].name, "HTTPS_PROXY");
+    assert!(
+        env.unreadable[0].reason.contains("blocked"),
+        "{}",
+        env.unreadable[0].reason
+    );
+}
