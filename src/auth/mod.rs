@@ -37,9 +37,12 @@ pub struct User {
     pub created_at: i64,
 }
 
+/// Longest user name, in bytes (names are ASCII).
+pub const MAX_NAME_LEN: usize = 64;
+
 /// Checks a user name: 1–64 characters of letters, digits, `.`, `_`, `-`, `@`.
 pub fn parse_user_name(name: &str) -> AppResult<&str> {
-    let ok = (1..=64).contains(&name.len())
+    let ok = (1..=MAX_NAME_LEN).contains(&name.len())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c));

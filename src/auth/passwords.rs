@@ -10,7 +10,8 @@ use crate::error::{AppError, AppResult};
 
 /// Shortest password accepted.
 pub const MIN_PASSWORD_LEN: usize = 12;
-const MAX_PASSWORD_LEN: usize = 1024;
+/// Longest password accepted, in characters.
+pub const MAX_PASSWORD_LEN: usize = 1024;
 
 fn hasher() -> Argon2<'static> {
     let params = Params::new(19 * 1024, 2, 1, None).expect("valid argon2 parameters");

@@ -7,7 +7,7 @@ use axum::extract::{FromRequestParts, OptionalFromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
@@ -202,12 +202,27 @@ pub async fn login(
         })?;
     let next = safe_next(form.next.as_deref()).to_owned();
     check_same_origin(&state, &headers)?;
+    // No account has a longer name or password: refused before the limiter
+    // (whose keys must stay small) and before argon2 (whose cost grows with
+    // the password), as a plain wrong login.
+    if form.username.len() > auth::MAX_NAME_LEN
+        || form.password.expose_secret().len() > passwords::MAX_PASSWORD_LEN
+    {
+        let page = LoginPage {
+            error: Some("The user name or password is wrong.".into()),
+            next,
+        };
+        return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+    }
     let keys = [
         (
             format!("ip:{}", client.0.as_deref().unwrap_or("-")),
             super::limiter::PER_ADDRESS,
         ),
-        (format!("user:{}", form.username), super::limiter::PER_NAME),
+        (
+            super::limiter::name_key(&form.username),
+            super::limiter::PER_NAME,
+        ),
     ];
     if let Err(wait) = state.login_limiter.attempt(&keys) {
         let page = LoginPage {

@@ -24,8 +24,18 @@ pub const PER_ADDRESS: Bucket = Bucket {
     burst: 20.0,
     per_sec: 1.0 / 3.0,
 };
-/// Above this many tracked keys, full buckets are forgotten.
+/// At most this many buckets are kept: past it, idle ones go first, then
+/// the least recently used, so memory stays bounded under a flood.
 const MAX_KEYS: usize = 10_000;
+
+/// The bucket key of a user name as typed: a fixed-size hash, so a key
+/// costs the same whatever was sent.
+pub fn name_key(name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(name.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("user:{hex}")
+}
 
 #[derive(Debug, Default)]
 pub struct LoginLimiter {
@@ -37,9 +47,17 @@ impl LoginLimiter {
     pub fn attempt(&self, keys: &[(String, Bucket)]) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().expect("limiter lock");
-        if buckets.len() > MAX_KEYS {
+        if buckets.len() >= MAX_KEYS {
             // Forget buckets idle for an hour: they are full again by then.
             buckets.retain(|_, (_, at)| at.elapsed() < Duration::from_secs(3600));
+        }
+        if buckets.len() >= MAX_KEYS {
+            // Still full: a flood of fresh keys. Drop the least recently
+            // used half; a bucket being drained right now is recent.
+            let mut ages: Vec<Instant> = buckets.values().map(|(_, at)| *at).collect();
+            ages.sort_unstable();
+            let cutoff = ages[ages.len() / 2];
+            buckets.retain(|_, (_, at)| *at > cutoff);
         }
         let level = |key: &str, b: Bucket| {
             buckets.get(key).map_or(b.burst, |(tokens, at)| {
@@ -86,5 +104,18 @@ mod tests {
             .map(|i| limiter.attempt(&keys("3.3.3.3", &format!("u{i}"))).is_ok())
             .collect();
         assert_eq!(names.iter().filter(|ok| **ok).count(), 20);
+    }
+
+    #[test]
+    fn memory_stays_bounded_under_a_flood_of_names() {
+        let limiter = LoginLimiter::default();
+        for i in 0..(3 * MAX_KEYS) {
+            let _ = limiter.attempt(&[(name_key(&format!("flood-{i}")), PER_NAME)]);
+            assert!(limiter.buckets.lock().unwrap().len() <= MAX_KEYS);
+        }
+        assert_eq!(
+            name_key(&"x".repeat(1 << 20)).len(),
+            name_key("alice").len()
+        );
     }
 }

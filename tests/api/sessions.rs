@@ -182,3 +182,28 @@ async fn a_new_password_ends_every_browser_session() {
     assert_eq!(me_status(&app, &again).await, StatusCode::UNAUTHORIZED);
     assert_eq!(me_status(&app, &admin).await, StatusCode::OK);
 }
+
+/// A login with a user name or password longer than any account can have is
+/// refused before the rate limiter and argon2: it costs nothing to keep, and
+/// a flood of them does not lock out the address's real logins.
+#[tokio::test]
+async fn overlong_login_names_are_refused_before_the_limiter() {
+    let app = spawn_app().await;
+    app.user("alice", Role::Member).await;
+    let long = "n".repeat(512 * 1024);
+    for _ in 0..25 {
+        let r = app
+            .client
+            .post(format!("{}/login", app.url))
+            .form(&[("username", long.as_str()), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert!(!r.text().await.unwrap().contains(&long[..100]));
+    }
+    assert!(
+        app.login_with("alice", PASSWORD, None).await.is_some(),
+        "the overlong attempts used up the address's bucket"
+    );
+}
