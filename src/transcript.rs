@@ -72,6 +72,8 @@ pub async fn add_message(
         ));
     }
     let mut tx = state.db.begin_write().await?;
+    // An archived session is closed: nothing more is added to it.
+    crate::widgets::live(crate::sessions::get_session(&mut tx, session).await?)?;
     let message_id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
     )

@@ -172,7 +172,8 @@ pub async fn session_widgets(
     Ok(store::of_session(conn, session).await?)
 }
 
-fn live(session: Session) -> AppResult<Session> {
+/// The session if it is not archived; `409 session_archived` otherwise.
+pub fn live(session: Session) -> AppResult<Session> {
     match session.archived_at {
         None => Ok(session),
         Some(_) => Err(AppError::Conflict {

@@ -274,6 +274,22 @@ async fn every_terminal_state_queues_its_prompt_and_never_changes() {
     assert_eq!(widget(&app, &host, &cancelled).await["status"], "cancelled");
     let r = app.pending_widget_response(&other_agent, &other).await;
     assert_error(r, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
+    // The host cannot add to the archived transcript either.
+    let r = app
+        .post_json(
+            &format!("/api/v1/sessions/{other}/messages"),
+            &host,
+            &json!({ "text": "late words" }),
+        )
+        .await;
+    assert_error(r, StatusCode::CONFLICT, "session_archived", None).await;
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM messages WHERE session_id = '{other}' AND kind = 'text'"
+        ))
+        .await,
+        0
+    );
 
     let texts: Vec<String> = app
         .prompts(&host, &session, 0)
