@@ -29,7 +29,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+            .is_some_and(is_json_type);
         if !is_json {
             return Err(bad_request(
                 "json_expected",
@@ -60,10 +60,31 @@ impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for ApiJson<T> 
     }
 }
 
+/// `application/json`, with parameters (`; charset=utf-8`) or not; not
+/// `application/jsonfoo`.
+fn is_json_type(value: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// Deserializes JSON, turning errors into messages that quote no input.
+/// Anything after the JSON value but white space is refused.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> AppResult<T> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(invalid_body)
+    let value = serde_path_to_error::deserialize(&mut de).map_err(invalid_body)?;
+    de.end().map_err(|err| {
+        bad_request(
+            "invalid_body",
+            format!(
+                "the body has more after its JSON value (line {}, column {})",
+                err.line(),
+                err.column()
+            ),
+        )
+    })?;
+    Ok(value)
 }
 
 /// Deserializes an already parsed JSON value (an MCP tool's arguments) with
@@ -177,6 +198,24 @@ mod tests {
             let m = message(&body);
             assert!(!m.contains(canary), "{m}");
         }
+    }
+
+    #[test]
+    fn only_one_json_value_of_the_json_type_is_taken() {
+        assert!(parse_json::<Body>(br#"{"value": "x"}  "#).is_ok());
+        let trailing = parse_json::<Body>(br#"{"value": "x"} {"value": "y"}"#);
+        assert!(matches!(
+            trailing,
+            Err(AppError::BadRequest {
+                code: "invalid_body",
+                ..
+            })
+        ));
+        assert!(parse_json::<Body>(br#"{"value": "x"}garbage"#).is_err());
+        assert!(is_json_type("application/json"));
+        assert!(is_json_type("Application/JSON; charset=utf-8"));
+        assert!(!is_json_type("application/jsonxyz"));
+        assert!(!is_json_type("text/plain; application/json"));
     }
 
     #[test]

@@ -207,3 +207,33 @@ async fn overlong_login_names_are_refused_before_the_limiter() {
         "the overlong attempts used up the address's bucket"
     );
 }
+
+/// JSON bodies are parsed strictly: the JSON content type only, and one
+/// value with nothing after it.
+#[tokio::test]
+async fn json_bodies_are_parsed_strictly() {
+    let app = spawn_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let token = app.token(&alice, "sessions").await;
+    let post = |content_type: &'static str, body: &'static str| {
+        app.client
+            .post(format!("{}/api/v1/sessions", app.url))
+            .bearer_auth(&token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let r = post("application/jsonxyz", r#"{"title": "t"}"#)
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::BAD_REQUEST, "json_expected", None).await;
+    let r = post("application/json", r#"{"title": "t"} {"title": "u"}"#)
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
+    assert_eq!(app.count("SELECT count(*) FROM sessions").await, 0);
+    let r = post("application/json; charset=utf-8", r#"{"title": "t"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+}
