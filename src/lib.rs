@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
 use crate::crypto::Keyring;
@@ -147,10 +147,55 @@ pub fn app(state: AppState) -> Router {
         .merge(mcp::router(&state))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            check_host,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             ops::measure,
         ))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(state)
+}
+
+/// Answers only to the host names it serves (the public URL's, loopback,
+/// `--mcp-allowed-hosts`): a page of another site whose name an attacker
+/// points at this daemon's address (DNS rebinding) gets `421` instead of
+/// the login page or the API. A request without `Host` (HTTP/1.0) passes.
+async fn check_host(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or("\u{0}"));
+    match host {
+        Some(host) if !host_allowed(&state.settings.mcp_allowed_hosts, host) => {
+            let body = serde_json::json!({ "error": { "code": "unknown_host",
+                "message": "this daemon does not answer to that host name; use its public URL (or add the name with --mcp-allowed-hosts)" } });
+            (
+                axum::http::StatusCode::MISDIRECTED_REQUEST,
+                axum::Json(body),
+            )
+                .into_response()
+        }
+        _ => next.run(request).await,
+    }
+}
+
+/// `host` (`name` or `name:port`, IPv6 in brackets) against the allowed
+/// entries: an entry with a port must match exactly, one without matches
+/// any port.
+fn host_allowed(allowed: &[String], host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    allowed.iter().any(|entry| {
+        let entry = entry.trim().trim_start_matches('[').replace(']', "");
+        entry.eq_ignore_ascii_case(host) || entry.eq_ignore_ascii_case(name)
+    })
 }
 
 /// Headers on every response, errors included: nothing here may be cached,

@@ -305,10 +305,17 @@ async fn foreign_origins_and_hosts_are_refused() {
     let origin = [("origin", "https://evil.example")];
     let response = raw_initialize(&app, Some(&s.agent), &origin).await;
     assert_error(response, StatusCode::FORBIDDEN, "forbidden", None).await;
-    // DNS rebinding: our address under someone else's name.
+    // DNS rebinding: our address under someone else's name (refused for
+    // every route, before rmcp's own check).
     let host = [("host", "evil.example")];
     let response = raw_initialize(&app, Some(&s.agent), &host).await;
-    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_error(
+        response,
+        StatusCode::MISDIRECTED_REQUEST,
+        "unknown_host",
+        None,
+    )
+    .await;
 }
 
 #[tokio::test]

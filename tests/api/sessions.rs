@@ -237,3 +237,31 @@ async fn json_bodies_are_parsed_strictly() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
 }
+
+/// Every route answers only to the daemon's own host names (DNS rebinding
+/// onto `/login` or the API finds nothing).
+#[tokio::test]
+async fn foreign_host_names_are_refused_on_every_route() {
+    let app = spawn_app().await;
+    for path in ["/login", "/api/v1/me", "/healthz", "/static/app.css"] {
+        let r = app
+            .client
+            .get(format!("{}{path}", app.url))
+            .header("host", "rebound.attacker.example")
+            .send()
+            .await
+            .unwrap();
+        assert_error(r, StatusCode::MISDIRECTED_REQUEST, "unknown_host", None).await;
+        let port = app.url.rsplit(':').next().unwrap();
+        for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+            let r = app
+                .client
+                .get(format!("{}{path}", app.url))
+                .header("host", host.as_str())
+                .send()
+                .await
+                .unwrap();
+            assert_ne!(r.status(), StatusCode::MISDIRECTED_REQUEST, "{host}{path}");
+        }
+    }
+}
