@@ -278,6 +278,27 @@ fn answer_text(answer: &Value) -> String {
     }
 }
 
+/// What is approved must read as what runs: invisible and direction-changing
+/// characters (bidi overrides and isolates, zero-width ones, other format
+/// and control characters but newline and tab) are shown as `⟨U+202E⟩`, so
+/// a command cannot look different from its bytes ("Trojan Source").
+pub fn visible_controls(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
     let params: ApprovalParams = serde_json::from_str(&widget.params).ok()?;
     let (shown_as, input) = match params.display() {
@@ -286,11 +307,11 @@ fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
         InputDisplay::Json(j) => ("json", j),
     };
     Some(ApprovalCard {
-        tool: params.tool.clone(),
+        tool: visible_controls(&params.tool),
         shown_as,
-        input,
-        rest: params.rest(),
-        reason: params.reason.clone(),
+        input: visible_controls(&input),
+        rest: params.rest().as_deref().map(visible_controls),
+        reason: params.reason.as_deref().map(visible_controls),
         pattern: params.suggested_pattern(),
     })
 }

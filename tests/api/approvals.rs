@@ -910,3 +910,38 @@ async fn a_command_pattern_rule_covers_matching_plain_commands_only() {
     let after = request(&app, &agent, &session, bash("git status -sb")).await;
     assert_eq!(after["status"], "pending", "after revoking, it asks again");
 }
+
+/// Invisible and direction-changing characters in what is to be approved
+/// are shown, escaped, so the command on the card is the command that runs.
+#[tokio::test]
+async fn hidden_characters_in_an_approval_are_shown() {
+    let app = spawn_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let command = "cat notes\u{202E}txt.sh\u{202C} && rm\u{200B} -rf tmp";
+    request(
+        &app,
+        &agent,
+        &session,
+        json!({ "tool": "Bash\u{2066}", "input": { "command": command } }),
+    )
+    .await;
+    let page = app
+        .client
+        .get(format!("{}/sessions/{session}", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("cat notes⟨U+202E⟩txt.sh⟨U+202C⟩ &#38;&#38; rm⟨U+200B⟩ -rf tmp"),
+        "{page}"
+    );
+    assert!(page.contains("Bash⟨U+2066⟩"), "{page}");
+    for hidden in ['\u{202E}', '\u{202C}', '\u{200B}', '\u{2066}'] {
+        assert!(!page.contains(hidden), "{:?} reached the page", hidden);
+    }
+}
