@@ -8,7 +8,7 @@ mod store;
 
 use std::collections::BTreeMap;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 use tracing::instrument;
@@ -292,6 +292,44 @@ pub async fn effective_env(
         }
     }
     Ok(env)
+}
+
+/// Values shorter than this are not looked for in free text: "1" or "yes"
+/// would refuse ordinary answers (the same floor as `exec`'s masking).
+const MIN_LEAK_CHECK_BYTES: usize = 4;
+
+/// Refuses free text meant for the agent (a typed answer, a deny reason, a
+/// note) that contains one of `owner`'s stored values: it would hand the
+/// agent a secret. The error names the variable, never the value.
+#[instrument(skip_all)]
+pub async fn refuse_stored_values(
+    conn: &mut SqliteConnection,
+    keyring: &Keyring,
+    owner: &UserId,
+    texts: &[&str],
+) -> AppResult<()> {
+    if texts.iter().all(|t| t.len() < MIN_LEAK_CHECK_BYTES) {
+        return Ok(());
+    }
+    for row in store::rows_of_owner(conn, owner).await? {
+        // A value that does not decrypt cannot be compared; `GET …/env`
+        // and `widgetd check` report it.
+        let Ok(value) = decrypt_row(conn, keyring, &row).await else {
+            continue;
+        };
+        let value = value.expose_secret();
+        if value.len() >= MIN_LEAK_CHECK_BYTES && texts.iter().any(|t| t.contains(value)) {
+            return Err(AppError::invalid(
+                "answer_contains_secret",
+                format!(
+                    "this answer contains the stored value of {}; answers are sent to the \
+                     agent, so type it without the secret (the value stays where it is)",
+                    row.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Re-encrypts every value not yet under the newest data key, in batches of

@@ -82,6 +82,19 @@ pub(super) async fn effective_rows(
     .await
 }
 
+/// Every value row of the owner, global and per session.
+pub(super) async fn rows_of_owner(
+    conn: &mut SqliteConnection,
+    owner: &UserId,
+) -> sqlx::Result<Vec<StoredValue>> {
+    sqlx::query_as(&format!(
+        "SELECT {STORED_COLUMNS} FROM env_vars WHERE owner_id = ? ORDER BY id"
+    ))
+    .bind(owner)
+    .fetch_all(conn)
+    .await
+}
+
 /// Up to `limit` rows encrypted under a key other than `key_id`.
 pub(super) async fn rows_not_on_key(
     conn: &mut SqliteConnection,

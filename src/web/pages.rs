@@ -18,7 +18,6 @@ use super::{CurrentUser, check_csrf};
 use crate::access::{self, Access, Caller, Need};
 use crate::audit::{Actor, ClientAddr};
 use crate::error::{AppError, AppResult};
-use crate::ids::UserId;
 use crate::secrets::api::audit_env;
 use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
 use crate::sessions::{self, Session, Sharing};
@@ -223,13 +222,23 @@ async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<S
     access::authorize(state, Caller::Person(&user.id), id, Need::Watch).await
 }
 
-async fn saved_globals(state: &AppState, user: &UserId) -> AppResult<BTreeSet<String>> {
-    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, user).await?;
-    Ok(vars
+/// The vault a session's answers go to: its creator's.
+async fn vault_of(state: &AppState, session: &Session) -> AppResult<views::Vault> {
+    let mut conn = state.db.read.acquire().await?;
+    let owner = crate::auth::find_user_by_id(&mut conn, &session.creator_id)
+        .await?
+        .map(|u| u.name)
+        .unwrap_or_default();
+    let vars = secrets::list_env_vars(&mut conn, &session.creator_id).await?;
+    let saved_globals: BTreeSet<String> = vars
         .into_iter()
         .filter(|v| v.scope == "global")
         .map(|v| v.name)
-        .collect())
+        .collect();
+    Ok(views::Vault {
+        owner,
+        saved_globals,
+    })
 }
 
 async fn transcript_page(
@@ -244,7 +253,7 @@ async fn transcript_page(
     let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
     let (others_can, grants) = sessions::sharing(&mut conn, &session).await?;
     drop(conn);
-    let saved = saved_globals(state, &session.creator_id).await?;
+    let vault = vault_of(state, &session).await?;
     Ok(TranscriptPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
@@ -252,7 +261,7 @@ async fn transcript_page(
         session_id: session.id.to_string(),
         title: session.title,
         archived: session.archived_at.is_some(),
-        entries: views::entries(messages, widgets, &saved, error),
+        entries: views::entries(messages, widgets, &vault, error),
         can_answer: access >= Access::Prompt,
         owner: access == Access::Owner,
         others_can: others_can.as_str(),
@@ -328,13 +337,13 @@ pub async fn view_widget_get(
     if row.session_id != session.id {
         return Err(AppError::NotFound("widget").into());
     }
-    let saved = saved_globals(&state, &session.creator_id).await?;
+    let vault = vault_of(&state, &session).await?;
     let access =
         access::person_access(&mut *state.db.read.acquire().await?, &session, &user.id).await?;
     let fragment = WidgetFragment {
         csrf: user.csrf.clone(),
         can_answer: access >= Access::Prompt,
-        w: views::widget_card(&row, &saved, None),
+        w: views::widget_card(&row, &vault, None),
     };
     Ok(fragment.into_response())
 }

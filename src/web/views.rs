@@ -35,6 +35,8 @@ pub struct Badge {
 
 /// An env_vars widget as the transcript shows it.
 pub struct EnvVarsCard {
+    /// The user whose vault receives the values (the session's creator).
+    pub vault_owner: String,
     pub fields: Vec<NameField>,
     pub names: String,
     pub reason: String,
@@ -316,11 +318,13 @@ fn approval_card(widget: &WidgetRow) -> Option<ApprovalCard> {
     })
 }
 
-fn env_card(
-    widget: &WidgetRow,
-    saved_globals: &BTreeSet<String>,
-    error: Option<&str>,
-) -> Option<EnvVarsCard> {
+/// Whose vault a session's answers go to, and which global names it holds.
+pub struct Vault {
+    pub owner: String,
+    pub saved_globals: BTreeSet<String>,
+}
+
+fn env_card(widget: &WidgetRow, vault: &Vault, error: Option<&str>) -> Option<EnvVarsCard> {
     let params: EnvVarsParams = serde_json::from_str(&widget.params).ok()?;
     let fields = params
         .names
@@ -337,7 +341,7 @@ fn env_card(
                 multiline: meta.multiline,
                 description: meta.description,
                 placeholder: meta.placeholder.unwrap_or_default(),
-                saved: saved_globals.contains(name.as_str()),
+                saved: vault.saved_globals.contains(name.as_str()),
                 // Our messages name the variable they are about.
                 error: error
                     .filter(|e| mentions(e, name.as_str()))
@@ -346,6 +350,7 @@ fn env_card(
         })
         .collect();
     Some(EnvVarsCard {
+        vault_owner: vault.owner.clone(),
         fields,
         names: params.name_strs().join(", "),
         reason: params.reason,
@@ -361,14 +366,10 @@ fn mentions(text: &str, name: &str) -> bool {
 }
 
 /// The card of `widget`; `error` is a refused answer to show in its form.
-pub fn widget_card(
-    widget: &WidgetRow,
-    saved_globals: &BTreeSet<String>,
-    error: Option<&FormError>,
-) -> WidgetCard {
+pub fn widget_card(widget: &WidgetRow, vault: &Vault, error: Option<&FormError>) -> WidgetCard {
     let message = error.map(|e| e.message.as_str());
     let env = (widget.kind == ENV_VARS)
-        .then(|| env_card(widget, saved_globals, message))
+        .then(|| env_card(widget, vault, message))
         .flatten();
     let ask = (widget.kind == ASK_USER || widget.kind == ASK)
         .then(|| ask_card(widget))
@@ -395,7 +396,7 @@ pub fn widget_card(
 pub fn entries(
     messages: Vec<Message>,
     widgets: Vec<WidgetRow>,
-    saved_globals: &BTreeSet<String>,
+    vault: &Vault,
     error: Option<(&str, &FormError)>,
 ) -> Vec<Entry> {
     let mut widgets: std::collections::HashMap<String, WidgetRow> =
@@ -405,7 +406,7 @@ pub fn entries(
         .filter_map(|m| match m.widget_id {
             Some(id) => widgets.remove(&id).map(|w| {
                 let err = error.filter(|(wid, _)| *wid == id).map(|(_, e)| e);
-                Entry::Widget(Box::new(widget_card(&w, saved_globals, err)))
+                Entry::Widget(Box::new(widget_card(&w, vault, err)))
             }),
             None => Some(Entry::Text(TextEntry {
                 id: m.id,

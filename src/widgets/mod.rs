@@ -311,11 +311,13 @@ pub async fn submit_answers(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, _, any) = answerable(&mut tx, id, user).await?;
+    let (widget, session, any) = answerable(&mut tx, id, user).await?;
     let Params::Ask(params) = &any else {
         return Err(wrong_kind(&widget));
     };
     let answers = params.answers(fields)?;
+    let typed = typed_texts(fields, "other.");
+    secrets::refuse_stored_values(&mut tx, &state.keyring, &session.creator_id, &typed).await?;
     let by = store::user_name(&mut tx, user).await?;
     let result = AskParams::result(&answers, &by);
     let answer = Answer {
@@ -325,6 +327,16 @@ pub async fn submit_answers(
         client,
     };
     finish(tx, state, &widget, &any, answer).await
+}
+
+/// The free-text fields of a form (those named `prefix…`): what a person
+/// typed for the agent to read.
+fn typed_texts<'a>(fields: &'a [(String, String)], prefix: &str) -> Vec<&'a str> {
+    fields
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, v)| v.as_str())
+        .collect()
 }
 
 /// A person's answer to a widget, as recorded.
@@ -463,6 +475,10 @@ pub async fn submit_decision(
     let form = approval::parse_decision(fields)?;
     if let Some(pattern) = &form.pattern {
         params.check_pattern(pattern)?;
+    }
+    if let Some(reason) = &form.reason {
+        secrets::refuse_stored_values(&mut tx, &state.keyring, &session.creator_id, &[reason])
+            .await?;
     }
     let rule = match form.decision {
         approval::Decision::Always => {

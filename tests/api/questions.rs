@@ -1210,3 +1210,63 @@ async fn several_simple_widgets_are_answered_in_one_form() {
     );
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
 }
+
+/// Free text goes to the agent: the forms say so, and an answer that holds
+/// one of the creator's stored values is refused, naming the variable only.
+#[tokio::test]
+async fn typed_answers_holding_a_stored_value_are_refused() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let secret = crate::helpers::canary("typed");
+    let r = app
+        .put_env(
+            &host,
+            "PAYMENT_KEY",
+            &json!({ "value": secret, "scope": "global" }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let browser = app.login("alice").await;
+    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let env = app.pending_widget(&agent, &session, &["OTHER_KEY"]).await;
+    let page = transcript_html(&app, &browser, &session).await;
+    assert!(card(&page, &id).contains("sent to the agent — never type secrets here"));
+    assert!(card(&page, &env).contains("Saving to <strong>alice</strong>"));
+
+    let typed = format!("use {secret} for it");
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("other.0", &typed), ("answer.1", "EU")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("answer_contains_secret") && page.contains("PAYMENT_KEY"));
+    assert!(!page.contains(&secret), "the refusal repeats the value");
+    assert_eq!(widget(&app, &agent, &id).await["status"], "pending");
+
+    let approval = app
+        .post_json(
+            &format!("/api/v1/sessions/{session}/widgets/approval"),
+            &agent,
+            &json!({ "tool": "Bash", "input": { "command": "ls" } }),
+        )
+        .await;
+    let approval = created(approval).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{approval}/submit"),
+            &[("decision", "deny"), ("reason", &typed)],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(widget(&app, &agent, &approval).await["status"], "pending");
+    assert!(prompt_texts(&app, &host, &session).await.is_empty());
+}
