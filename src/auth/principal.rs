@@ -55,6 +55,14 @@ impl FromRequestParts<AppState> for Principal {
                     "the Authorization header must be `Bearer <token>`",
                 )
             })?;
+        Self::resolve(state, token).await
+    }
+}
+
+impl Principal {
+    /// The principal of a bearer token, checked now: unknown, revoked, or
+    /// belonging to a disabled user or an archived session is `401`.
+    pub async fn resolve(state: &AppState, token: &str) -> Result<Self, AppError> {
         let invalid = || {
             unauthenticated(
                 "invalid_token",

@@ -1,8 +1,15 @@
 //! `GET /api/v1/sessions/{id}/events`: Server-Sent Events, resumable with
 //! `Last-Event-ID`. Payloads are the sanitized event rows: names, statuses,
 //! transcript text; never a value.
+//!
+//! Access is checked when a stream opens and again on every wake-up and
+//! every few seconds while it is open: a stream ends when its token is
+//! revoked, its person logs out, changes password or is disabled, the
+//! session's share is taken away, or the session is archived. No stream
+//! lives longer than an hour; clients reconnect with `Last-Event-ID`.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -18,10 +25,61 @@ use crate::access::{self, Caller, Need};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
+use crate::ids::UserId;
 use crate::sessions::Session;
 use crate::web::CurrentUser;
 
 const BATCH: i64 = 500;
+/// How often an open stream re-checks its caller's access when nothing woke it.
+const RECHECK: Duration = Duration::from_secs(10);
+/// The longest a stream stays open.
+const MAX_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Who is watching, kept to check again while the stream is open.
+enum Watcher {
+    /// A bearer token (agent or API), resolved afresh at each check.
+    Token(secrecy::SecretString),
+    /// A person, and the browser session (by its stored hash) they use.
+    Person { user: UserId, session: Vec<u8> },
+}
+
+impl Watcher {
+    /// Whether the watcher may still watch `session` (not archived).
+    async fn still_allowed(&self, state: &AppState, session: &SessionId) -> bool {
+        use secrecy::ExposeSecret;
+        let id = session.as_str();
+        let access = match self {
+            Self::Token(token) => match Principal::resolve(state, token.expose_secret()).await {
+                Ok(principal) => {
+                    access::authorize(state, (&principal).into(), id, Need::Watch).await
+                }
+                Err(_) => return false,
+            },
+            Self::Person { user, session } => {
+                if !browser_session_live(state, user, session).await {
+                    return false;
+                }
+                access::authorize(state, Caller::Person(user), id, Need::Watch).await
+            }
+        };
+        access.is_ok_and(|s| s.archived_at.is_none())
+    }
+}
+
+/// The person's browser session is still stored (not logged out, not ended
+/// by a password change) and the person is not disabled.
+async fn browser_session_live(state: &AppState, user: &UserId, session: &[u8]) -> bool {
+    let found: Result<Option<i64>, _> = sqlx::query_scalar(
+        "SELECT 1 FROM web_sessions w JOIN users u ON u.id = ? \
+         WHERE w.id_hash = ? AND w.expires_at > ? AND u.disabled = 0",
+    )
+    .bind(user)
+    .bind(session)
+    .bind(crate::clock::now_ms())
+    .fetch_optional(&state.db.read)
+    .await;
+    matches!(found, Ok(Some(_)))
+}
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/v1/sessions/{id}/events", get(stream_events))
@@ -49,17 +107,37 @@ async fn stream_events(
     State(state): State<AppState>,
     principal: Option<Principal>,
     user: Option<CurrentUser>,
+    cookie: tower_sessions::Session,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> AppResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let session = watchable_session(&state, principal.as_ref(), user.as_ref(), &id).await?;
+    let watcher = match (&principal, &user) {
+        (Some(_), _) => {
+            let token = headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|h| h.strip_prefix("Bearer "))
+                .unwrap_or_default()
+                .trim();
+            Watcher::Token(token.to_owned().into())
+        }
+        (None, Some(user)) => Watcher::Person {
+            user: user.id.clone(),
+            session: cookie
+                .id()
+                .map(|id| crate::web::id_hash(&id))
+                .unwrap_or_default(),
+        },
+        (None, None) => unreachable!("watchable_session admits no one without a credential"),
+    };
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
     let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(follow(state, session.id, last_id, tx));
+    tokio::spawn(follow(state, session.id, watcher, last_id, tx));
     let stream =
         futures_util::stream::unfold(
             rx,
@@ -69,11 +147,23 @@ async fn stream_events(
 }
 
 /// Sends what is in the database after `last`, then waits for the hub and
-/// repeats, until the client goes away or the daemon shuts down.
-async fn follow(state: AppState, session: SessionId, mut last: i64, tx: mpsc::Sender<SseEvent>) {
+/// repeats, until the client goes away, the daemon shuts down, the watcher
+/// may no longer watch, or the stream reaches its maximum lifetime.
+async fn follow(
+    state: AppState,
+    session: SessionId,
+    watcher: Watcher,
+    mut last: i64,
+    tx: mpsc::Sender<SseEvent>,
+) {
     let _open = crate::ops::StreamOpen::new();
     let mut listener = state.hub.subscribe();
+    let end = tokio::time::Instant::now() + MAX_LIFETIME;
+    let mut checked = true;
     loop {
+        if !checked && !watcher.still_allowed(&state, &session).await {
+            return;
+        }
         let batch = match state.db.read.acquire().await {
             Ok(mut conn) => since(&mut conn, &session, last, BATCH).await,
             Err(e) => Err(e),
@@ -93,8 +183,14 @@ async fn follow(state: AppState, session: SessionId, mut last: i64, tx: mpsc::Se
         if full {
             continue;
         }
+        if tokio::time::Instant::now() >= end {
+            return;
+        }
+        checked = false;
         tokio::select! {
             more = listener.changed(&session) => if !more { return },
+            () = tokio::time::sleep(RECHECK) => {}
+            () = tokio::time::sleep_until(end) => return,
             _ = tx.closed() => return,
         }
     }

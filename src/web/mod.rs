@@ -17,7 +17,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use auth::{CurrentUser, check_csrf};
 pub use limiter::LoginLimiter;
-pub use session_store::SqliteSessionStore;
+pub use session_store::{SqliteSessionStore, id_hash};
 
 use crate::AppState;
 

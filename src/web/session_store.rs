@@ -31,7 +31,8 @@ impl SqliteSessionStore {
     }
 }
 
-fn id_hash(id: &Id) -> Vec<u8> {
+/// The key a session is stored under: the SHA-256 of its id.
+pub fn id_hash(id: &Id) -> Vec<u8> {
     Sha256::digest(id.to_string().as_bytes()).to_vec()
 }
 

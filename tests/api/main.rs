@@ -19,6 +19,7 @@ mod ops;
 mod questions;
 mod sessions;
 mod sharing;
+mod streams;
 mod vault;
 mod webdriver;
 mod webhooks;
