@@ -36,6 +36,9 @@ pub enum AppError {
     /// The resource is not in a state that allows this.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// Too many requests from one caller; retry after this many seconds.
+    #[error("too many requests; retry in {0} s")]
+    RateLimited(u64),
     /// A widget left `pending` already; the body carries its status.
     #[error("the widget is already {}; nothing was changed", .0.as_str())]
     WidgetNotPending(crate::widgets::WidgetStatus),
@@ -67,6 +70,7 @@ impl AppError {
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
+            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::Database(e) if storage_unavailable(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
@@ -135,6 +139,11 @@ impl IntoResponse for AppError {
             response
                 .headers_mut()
                 .insert("www-authenticate", "Bearer".parse().expect("static header"));
+        }
+        if let Self::RateLimited(secs) = self {
+            response
+                .headers_mut()
+                .insert("retry-after", secs.max(1).into());
         }
         response
     }

@@ -102,6 +102,8 @@ pub struct Inner {
     pub settings: Settings,
     pub hub: Hub,
     pub login_limiter: web::LoginLimiter,
+    /// Buckets for what agents add to transcripts (`web::limiter::PER_AGENT`).
+    pub agent_limiter: web::LoginLimiter,
     pub metrics: ops::Metrics,
 }
 
@@ -117,8 +119,20 @@ impl AppState {
             settings,
             hub: Hub::default(),
             login_limiter: web::LoginLimiter::default(),
+            agent_limiter: web::LoginLimiter::default(),
             metrics: ops::Metrics::default(),
         }))
+    }
+}
+
+impl AppState {
+    /// Takes one request from `session`'s agent bucket; `429 rate_limited`
+    /// when it is empty.
+    pub fn limit_agent(&self, session: &ids::SessionId) -> error::AppResult<()> {
+        let key = format!("agent:{session}");
+        self.agent_limiter
+            .attempt(&[(key, web::limiter::PER_AGENT)])
+            .map_err(|wait| error::AppError::RateLimited(wait.as_secs()))
     }
 }
 

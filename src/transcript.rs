@@ -57,6 +57,39 @@ pub async fn list_messages(
     .await
 }
 
+/// Most lines (text and widgets) in one transcript.
+pub const MAX_MESSAGES_PER_SESSION: i64 = 10_000;
+/// Most bytes of transcript text in one session.
+pub const MAX_TEXT_BYTES_PER_SESSION: i64 = 16 * 1024 * 1024;
+
+/// `409 transcript_full` when a line would take the session past its caps:
+/// an agent in a loop must not fill the disk or drown the page.
+async fn check_room(
+    tx: &mut SqliteConnection,
+    session: &SessionId,
+    adding: usize,
+) -> AppResult<()> {
+    let (lines, bytes): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), coalesce(sum(length(CAST(body AS BLOB))), 0) FROM messages WHERE session_id = ?",
+    )
+    .bind(session)
+    .fetch_one(&mut *tx)
+    .await?;
+    let adding = i64::try_from(adding).unwrap_or(i64::MAX);
+    if lines >= MAX_MESSAGES_PER_SESSION
+        || bytes.saturating_add(adding) > MAX_TEXT_BYTES_PER_SESSION
+    {
+        return Err(AppError::Conflict {
+            code: "transcript_full",
+            message: format!(
+                "this transcript is full ({lines} lines, {bytes} bytes; the most is \
+                 {MAX_MESSAGES_PER_SESSION} lines and {MAX_TEXT_BYTES_PER_SESSION} bytes); start a new session"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Adds a text line to the transcript and tells the session's watchers.
 pub async fn add_message(
     state: &AppState,
@@ -74,6 +107,7 @@ pub async fn add_message(
     let mut tx = state.db.begin_write().await?;
     // An archived session is closed: nothing more is added to it.
     crate::widgets::live(crate::sessions::get_session(&mut tx, session).await?)?;
+    check_room(&mut tx, session, text.len()).await?;
     let message_id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
     )
@@ -111,6 +145,9 @@ async fn post_message(
         return Err(AppError::Forbidden(
             "agent tokens post `agent` messages only".into(),
         ));
+    }
+    if let Principal::Agent { session_id } = &principal {
+        state.limit_agent(session_id)?;
     }
     let message_id = add_message(&state, &session.id, body.role, &body.text).await?;
     Ok((

@@ -98,9 +98,7 @@ pub async fn set_password(
 }
 
 async fn hash_off_thread(password: SecretString) -> AppResult<String> {
-    tokio::task::spawn_blocking(move || passwords::hash(&password))
-        .await
-        .map_err(|e| AppError::Internal(e.into()))
+    passwords::hash_async(password).await
 }
 
 /// The user named `name`, or a 404 naming the problem.

@@ -56,6 +56,26 @@ pub fn verify(password: &SecretString, phc: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Argon2 runs at most this many at once: each takes 19 MiB and a core, so
+/// a burst of logins queues instead of growing memory with the burst.
+static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// [`hash`] on a blocking thread, at most two at a time.
+pub async fn hash_async(password: SecretString) -> crate::error::AppResult<String> {
+    let _permit = HASHING.acquire().await.map_err(|e| anyhow::anyhow!(e))?;
+    tokio::task::spawn_blocking(move || hash(&password))
+        .await
+        .map_err(|e| crate::error::AppError::Internal(e.into()))
+}
+
+/// [`verify`] on a blocking thread, at most two at a time.
+pub async fn verify_async(password: SecretString, phc: String) -> crate::error::AppResult<bool> {
+    let _permit = HASHING.acquire().await.map_err(|e| anyhow::anyhow!(e))?;
+    tokio::task::spawn_blocking(move || verify(&password, &phc))
+        .await
+        .map_err(|e| crate::error::AppError::Internal(e.into()))
+}
+
 /// A hash of a random password, verified against when a login names an
 /// unknown user so that the answer takes as long as for a known one.
 pub static DUMMY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| hash(&generate()));

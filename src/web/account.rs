@@ -104,9 +104,7 @@ async fn change(
         .await?
         .ok_or(AppError::NotFound("user"))?;
     let current = form.current_password;
-    let ok = tokio::task::spawn_blocking(move || passwords::verify(&current, &hash))
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?;
+    let ok = passwords::verify_async(current, hash).await?;
     if !ok {
         return Err(AppError::invalid(
             "wrong_password",

@@ -241,19 +241,10 @@ pub async fn login(
         auth::find_user_with_hash(&mut *state.db.read.acquire().await?, &form.username).await?;
     let password = form.password;
     let (user, ok) = match found {
-        Some((user, hash)) => {
-            let ok = tokio::task::spawn_blocking(move || passwords::verify(&password, &hash))
-                .await
-                .map_err(|e| AppError::Internal(e.into()))?;
-            (Some(user), ok)
-        }
+        Some((user, hash)) => (Some(user), passwords::verify_async(password, hash).await?),
         None => {
             // Same cost whether or not the user exists.
-            tokio::task::spawn_blocking(move || {
-                passwords::verify(&password, &passwords::DUMMY_HASH)
-            })
-            .await
-            .map_err(|e| AppError::Internal(e.into()))?;
+            passwords::verify_async(password, passwords::DUMMY_HASH.clone()).await?;
             (None, false)
         }
     };

@@ -24,6 +24,12 @@ pub const PER_ADDRESS: Bucket = Bucket {
     burst: 20.0,
     per_sec: 1.0 / 3.0,
 };
+/// Per agent (session): 30 new widgets or transcript lines at once, then
+/// one every 2 s — an agent in a loop cannot flood a person.
+pub const PER_AGENT: Bucket = Bucket {
+    burst: 30.0,
+    per_sec: 0.5,
+};
 /// At most this many buckets are kept: past it, idle ones go first, then
 /// the least recently used, so memory stays bounded under a flood.
 const MAX_KEYS: usize = 10_000;

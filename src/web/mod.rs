@@ -3,7 +3,7 @@
 mod account;
 mod admin;
 pub mod auth;
-mod limiter;
+pub mod limiter;
 mod markdown;
 pub mod pages;
 mod session_store;

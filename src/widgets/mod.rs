@@ -206,6 +206,30 @@ fn new_row(
     }
 }
 
+/// Most widgets one session may have waiting at once.
+pub const MAX_PENDING_PER_SESSION: i64 = 50;
+
+/// `409 too_many_pending` when the session already has the most widgets
+/// waiting that a person can be asked to face.
+async fn check_pending_cap(tx: &mut SqliteConnection, session: &SessionId) -> AppResult<()> {
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM widgets WHERE session_id = ? AND status = 'pending'",
+    )
+    .bind(session)
+    .fetch_one(&mut *tx)
+    .await?;
+    if pending >= MAX_PENDING_PER_SESSION {
+        return Err(AppError::Conflict {
+            code: "too_many_pending",
+            message: format!(
+                "this session already has {pending} requests waiting (the most is \
+                 {MAX_PENDING_PER_SESSION}); end your turn and wait for answers"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Writes a new widget with its transcript message, `widget:created` event
 /// and audit row; a widget born terminal also gets its prompt at once.
 async fn insert_widget(
@@ -215,6 +239,12 @@ async fn insert_widget(
     params: &Params,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
+    if let Actor::Agent(session) = cause.actor {
+        state.limit_agent(session)?;
+    }
+    if widget.status == WidgetStatus::Pending {
+        check_pending_cap(tx, &widget.session_id).await?;
+    }
     store::insert(tx, widget).await?;
     let mut created =
         json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });

@@ -771,3 +771,68 @@ async fn multiline_values_keep_lf_and_reused_globals_say_global() {
         "[Agor] User submitted TOKEN (scope: global). You can now retry the operation that needed it."
     );
 }
+
+/// An agent in a loop cannot flood a person: a session holds at most 50
+/// waiting widgets, an agent token gets 30 new widgets or lines at once and
+/// then one every 2 s (`429` with `Retry-After`), and nothing refused is
+/// half-written.
+#[tokio::test]
+async fn agents_cannot_flood_a_session() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    // The host is not rate-limited, so it can fill the session to the cap.
+    for i in 0..widgets::MAX_PENDING_PER_SESSION {
+        let r = app
+            .post_json(
+                &format!("/api/v1/sessions/{session}/widgets/env-vars"),
+                &host,
+                &json!({ "names": [format!("KEY_{i}")], "reason": "r" }),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+    }
+    let r = app
+        .post_json(
+            &format!("/api/v1/sessions/{session}/widgets/env-vars"),
+            &host,
+            &json!({ "names": ["ONE_TOO_MANY"], "reason": "r" }),
+        )
+        .await;
+    assert_error(r, StatusCode::CONFLICT, "too_many_pending", None).await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM widgets").await,
+        widgets::MAX_PENDING_PER_SESSION
+    );
+
+    // The agent's own bucket: lines count too.
+    let mut refused = None;
+    for i in 0..40 {
+        let r = app
+            .post_json(
+                &format!("/api/v1/sessions/{session}/messages"),
+                &agent,
+                &json!({ "text": format!("line {i}") }),
+            )
+            .await;
+        if r.status() != StatusCode::CREATED {
+            refused = Some((i, r));
+            break;
+        }
+    }
+    let (at, r) = refused.expect("the agent was never slowed down");
+    assert_eq!(at, 30, "the burst is 30");
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key("retry-after"));
+    assert_error(r, StatusCode::TOO_MANY_REQUESTS, "rate_limited", None).await;
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM messages WHERE session_id = '{session}' AND kind = 'text'"
+        ))
+        .await,
+        30
+    );
+}
