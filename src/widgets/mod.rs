@@ -380,7 +380,7 @@ struct Answer<'a> {
 /// Ends an answer's transaction: the guarded transition with its prompt,
 /// event and audit row, then the commit and the wake-up.
 async fn finish(
-    mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    mut tx: crate::db::WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     params: &Params,

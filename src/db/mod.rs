@@ -5,6 +5,10 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+mod writer;
+
+use std::sync::Arc;
+
 use anyhow::Context;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -12,12 +16,18 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 /// File name of the database inside the data dir.
 pub const DB_FILE: &str = "widgetd.db";
 
+pub use writer::WriteTx;
+
 /// Two pools on one file: many readers, and a single writer connection so that
 /// write transactions queue in-process instead of failing with SQLITE_BUSY.
+/// Write transactions from [`Db::begin_write`] share that connection through
+/// group commit (see `db/writer.rs`); `write` itself stays usable directly
+/// (migrations, backups) while no batch is open.
 #[derive(Clone, Debug)]
 pub struct Db {
     pub read: SqlitePool,
     pub write: SqlitePool,
+    writer: Arc<writer::Writer>,
 }
 
 impl Db {
@@ -37,6 +47,9 @@ impl Db {
             .busy_timeout(Duration::from_secs(10));
         let write = SqlitePoolOptions::new()
             .max_connections(1)
+            // The writer takes the connection once per batch; a ping before
+            // each would add a round trip to every group commit.
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await
             .with_context(|| format!("cannot open the database {}", path.display()))?;
@@ -45,7 +58,12 @@ impl Db {
             .connect_with(options)
             .await
             .with_context(|| format!("cannot open the database {}", path.display()))?;
-        Ok(Self { read, write })
+        let writer = Arc::new(writer::Writer::new(write.clone()));
+        Ok(Self {
+            read,
+            write,
+            writer,
+        })
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -56,24 +74,14 @@ impl Db {
             .context("cannot apply database migrations")
     }
 
-    /// Starts a write transaction that takes the write lock at once
-    /// (`BEGIN IMMEDIATE`): a transaction that reads first and writes later
-    /// could otherwise fail with SQLITE_BUSY when another process (the CLI
-    /// beside a running daemon) committed in between.
-    pub async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        match self.write.begin_with("BEGIN IMMEDIATE").await {
-            // A COMMIT that failed (disk full, read-only disk) leaves SQLite
-            // rolled back but sqlx still counting an open transaction on the
-            // one write connection, and every later write would fail the
-            // same way. That connection is closed and a fresh one opened,
-            // so writes work again as soon as the disk does.
-            Err(sqlx::Error::InvalidSavePointStatement) => {
-                tracing::warn!("reopening the write connection after a failed commit");
-                drop(self.write.acquire().await?.detach());
-                self.write.begin_with("BEGIN IMMEDIATE").await
-            }
-            other => other,
-        }
+    /// Starts a write transaction: a savepoint inside the writer's current
+    /// batch, whose outer transaction took the write lock at once (`BEGIN
+    /// IMMEDIATE`, so a read-then-write cannot fail with SQLITE_BUSY when the
+    /// CLI beside a running daemon committed in between).
+    /// [`WriteTx::commit`] returns once the batch is durable; dropping the
+    /// guard undoes this transaction's work alone.
+    pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
+        writer::begin(self.writer.clone()).await
     }
 
     /// Whether the schema exists yet (false on a brand-new file).

@@ -1,0 +1,312 @@
+//! Group commit: many write transactions, one SQLite transaction, one fsync.
+//!
+//! The single write connection sits behind a fair (first come, first served)
+//! lock. The first request to take it opens a batch with `BEGIN IMMEDIATE`;
+//! every request runs inside its own `SAVEPOINT`. A request that commits
+//! releases its savepoint and hands the connection on; the batch's outer
+//! `COMMIT` (the fsync at `synchronous=FULL`) is issued when nobody else is
+//! waiting for the connection, so an idle daemon never waits on a timer, or
+//! when the batch is full or old, so nobody starves. Each member hears back
+//! only after that outer `COMMIT`: success means durable, and a failed
+//! `COMMIT` is reported to every member of the batch.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+use tokio::sync::{Mutex, OwnedMutexGuard, watch};
+
+/// A batch this large commits at once, however many are waiting.
+const MAX_MEMBERS: usize = 64;
+/// A batch this old commits at once, however many are waiting.
+const MAX_AGE: Duration = Duration::from_millis(5);
+
+/// How a batch ended: `None` while it is open.
+type Outcome = Option<Result<(), Arc<str>>>;
+
+/// The single writer: the write pool's one connection while a batch is open.
+pub(crate) struct Writer {
+    pool: SqlitePool,
+    state: Arc<Mutex<State>>,
+    /// Tasks waiting for the lock; zero means nobody would join the batch.
+    queued: AtomicUsize,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("queued", &self.queued.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    /// Held from `BEGIN IMMEDIATE` to the batch's end, then back in the pool.
+    conn: Option<PoolConnection<Sqlite>>,
+    batch: Option<Batch>,
+    /// A member's savepoint is open (its guard is alive, or it was dropped
+    /// where its undo could not be scheduled).
+    in_savepoint: bool,
+    next_id: u64,
+}
+
+struct Batch {
+    id: u64,
+    members: usize,
+    started: Instant,
+    /// A task is already queued to commit this batch.
+    finisher: bool,
+    done: watch::Sender<Outcome>,
+}
+
+impl Writer {
+    pub(crate) fn new(pool: SqlitePool) -> Self {
+        let state = State {
+            conn: None,
+            batch: None,
+            in_savepoint: false,
+            next_id: 0,
+        };
+        Self {
+            pool,
+            state: Arc::new(Mutex::new(state)),
+            queued: AtomicUsize::new(0),
+        }
+    }
+
+    async fn lock(&self) -> OwnedMutexGuard<State> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let _counted = Dequeue(&self.queued);
+        self.state.clone().lock_owned().await
+    }
+}
+
+/// Takes a task off the waiting count when it gets the lock or gives up.
+struct Dequeue<'a>(&'a AtomicUsize);
+
+impl Drop for Dequeue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One request's write transaction: a savepoint in the writer's batch. Derefs
+/// to the connection, so `&mut *tx` is an executor and `&mut tx` a
+/// `&mut SqliteConnection`. Dropped without [`WriteTx::commit`], it rolls
+/// back its own savepoint and nothing else.
+pub struct WriteTx {
+    writer: Arc<Writer>,
+    guard: Option<OwnedMutexGuard<State>>,
+    done: watch::Receiver<Outcome>,
+}
+
+impl std::fmt::Debug for WriteTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTx").finish_non_exhaustive()
+    }
+}
+
+impl WriteTx {
+    /// Keeps this transaction's work and returns once the batch holding it
+    /// is committed to disk; an error if this work or the batch failed.
+    pub async fn commit(mut self) -> sqlx::Result<()> {
+        let guard = self.guard.take().expect("a live WriteTx holds the writer");
+        let mut done = self.done.clone();
+        // Spawned: a caller cancelled halfway must not leave the batch open.
+        tokio::spawn(leave(self.writer.clone(), guard, true))
+            .await
+            .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??;
+        let outcome = done.wait_for(Option::is_some).await.map_err(|_| {
+            sqlx::Error::Io(std::io::Error::other("the write batch ended unfinished"))
+        })?;
+        match outcome.as_ref().expect("waited for an outcome") {
+            Ok(()) => Ok(()),
+            Err(why) => Err(sqlx::Error::Io(std::io::Error::other(format!(
+                "group commit failed: {why}"
+            )))),
+        }
+    }
+}
+
+impl WriteTx {
+    /// Undoes this transaction's work (and nothing else in its batch).
+    pub async fn rollback(mut self) -> sqlx::Result<()> {
+        let guard = self.guard.take().expect("a live WriteTx holds the writer");
+        tokio::spawn(leave(self.writer.clone(), guard, false))
+            .await
+            .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
+    }
+}
+
+impl Deref for WriteTx {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        let state = self.guard.as_ref().expect("a live WriteTx holds the writer");
+        state.conn.as_ref().expect("an open batch holds the connection")
+    }
+}
+
+impl DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        let state = self.guard.as_mut().expect("a live WriteTx holds the writer");
+        state.conn.as_mut().expect("an open batch holds the connection")
+    }
+}
+
+impl Drop for WriteTx {
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.take() else {
+            return;
+        };
+        // Without a runtime the savepoint stays marked open and the next
+        // member undoes it before starting its own.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(leave(self.writer.clone(), guard, false));
+        }
+    }
+}
+
+/// Joins (or opens) the current batch with a fresh savepoint.
+pub(super) async fn begin(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
+    // Spawned: if the caller is cancelled meanwhile, the finished WriteTx is
+    // dropped by the task, which undoes its savepoint.
+    tokio::spawn(enter(writer))
+        .await
+        .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
+}
+
+async fn enter(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
+    let mut guard = writer.lock().await;
+    let state = &mut *guard;
+    if state.in_savepoint {
+        let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+        if let Err(e) = undo_savepoint(conn).await {
+            abort_batch(state, &e).await;
+        }
+        state.in_savepoint = false;
+    }
+    if state.batch.is_none() {
+        open_batch(&writer.pool, state).await?;
+    }
+    let conn = state.conn.as_mut().expect("an open batch holds the connection");
+    if let Err(e) = sqlx::query("SAVEPOINT member").execute(&mut **conn).await {
+        abort_batch(state, &e).await;
+        return Err(e);
+    }
+    state.in_savepoint = true;
+    let batch = state.batch.as_mut().expect("opened above");
+    batch.members += 1;
+    let done = batch.done.subscribe();
+    Ok(WriteTx {
+        writer,
+        guard: Some(guard),
+        done,
+    })
+}
+
+async fn open_batch(pool: &SqlitePool, state: &mut State) -> sqlx::Result<()> {
+    let mut conn = pool.acquire().await?;
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    state.next_id += 1;
+    state.conn = Some(conn);
+    state.batch = Some(Batch {
+        id: state.next_id,
+        members: 0,
+        started: Instant::now(),
+        finisher: false,
+        done: watch::channel(None).0,
+    });
+    Ok(())
+}
+
+/// Ends a member's savepoint (kept or undone), then commits the batch now or
+/// makes sure a later task will.
+async fn leave(
+    writer: Arc<Writer>,
+    mut guard: OwnedMutexGuard<State>,
+    keep: bool,
+) -> sqlx::Result<()> {
+    let state = &mut *guard;
+    let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+    let ended = if keep {
+        sqlx::query("RELEASE member").execute(&mut **conn).await.map(drop)
+    } else {
+        undo_savepoint(conn).await
+    };
+    state.in_savepoint = false;
+    if let Err(e) = ended {
+        // The savepoint is gone only when SQLite rolled back the whole
+        // transaction (disk full, I/O error): nothing in the batch stands.
+        abort_batch(state, &e).await;
+        return Err(e);
+    }
+    let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
+    let nobody_waiting = writer.queued.load(Ordering::SeqCst) == 0;
+    if nobody_waiting || batch.members >= MAX_MEMBERS || batch.started.elapsed() >= MAX_AGE {
+        commit_batch(state).await;
+    } else if !batch.finisher {
+        // Queued behind those already waiting: they join this batch first.
+        batch.finisher = true;
+        tokio::spawn(finish(writer.clone(), batch.id));
+    }
+    Ok(())
+}
+
+/// Commits batch `id` unless someone already ended it.
+async fn finish(writer: Arc<Writer>, id: u64) {
+    let mut guard = writer.lock().await;
+    let state = &mut *guard;
+    if state.batch.as_ref().is_some_and(|b| b.id == id) {
+        if state.in_savepoint {
+            let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+            if let Err(e) = undo_savepoint(conn).await {
+                abort_batch(state, &e).await;
+                return;
+            }
+            state.in_savepoint = false;
+        }
+        commit_batch(state).await;
+    }
+}
+
+async fn undo_savepoint(conn: &mut SqliteConnection) -> sqlx::Result<()> {
+    sqlx::query("ROLLBACK TO member").execute(&mut *conn).await?;
+    sqlx::query("RELEASE member").execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The outer `COMMIT`, then every member hears how it went.
+async fn commit_batch(state: &mut State) {
+    let batch = state.batch.take().expect("commit of an open batch");
+    let mut conn = state.conn.take().expect("an open batch holds the connection");
+    let outcome = match sqlx::query("COMMIT").execute(&mut *conn).await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::error!(error = %e, members = batch.members, "a group commit failed");
+            // A failed COMMIT can leave the transaction open.
+            if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                conn.close_on_drop();
+            }
+            Err(Arc::from(e.to_string()))
+        }
+    };
+    batch.done.send_replace(Some(outcome));
+}
+
+/// Rolls the whole batch back and reports `why` to every member.
+async fn abort_batch(state: &mut State, why: &sqlx::Error) {
+    tracing::error!(error = %why, "a write batch was rolled back");
+    state.in_savepoint = false;
+    if let Some(mut conn) = state.conn.take()
+        && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
+    {
+        conn.close_on_drop();
+    }
+    if let Some(batch) = state.batch.take() {
+        batch.done.send_replace(Some(Err(Arc::from(why.to_string()))));
+    }
+}
