@@ -84,6 +84,12 @@ impl Db {
         writer::begin(self.writer.clone()).await
     }
 
+    /// How many write transactions are waiting for the writer right now (a
+    /// gauge for operators and tests; not a lock).
+    pub fn queued_writes(&self) -> usize {
+        self.writer.queued()
+    }
+
     /// Whether the schema exists yet (false on a brand-new file).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
         let found: Option<i64> =

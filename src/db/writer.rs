@@ -77,6 +77,10 @@ impl Writer {
         }
     }
 
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+
     async fn lock(&self) -> OwnedMutexGuard<State> {
         self.queued.fetch_add(1, Ordering::SeqCst);
         let _counted = Dequeue(&self.queued);
@@ -145,15 +149,27 @@ impl Deref for WriteTx {
     type Target = SqliteConnection;
 
     fn deref(&self) -> &SqliteConnection {
-        let state = self.guard.as_ref().expect("a live WriteTx holds the writer");
-        state.conn.as_ref().expect("an open batch holds the connection")
+        let state = self
+            .guard
+            .as_ref()
+            .expect("a live WriteTx holds the writer");
+        state
+            .conn
+            .as_ref()
+            .expect("an open batch holds the connection")
     }
 }
 
 impl DerefMut for WriteTx {
     fn deref_mut(&mut self) -> &mut SqliteConnection {
-        let state = self.guard.as_mut().expect("a live WriteTx holds the writer");
-        state.conn.as_mut().expect("an open batch holds the connection")
+        let state = self
+            .guard
+            .as_mut()
+            .expect("a live WriteTx holds the writer");
+        state
+            .conn
+            .as_mut()
+            .expect("an open batch holds the connection")
     }
 }
 
@@ -192,7 +208,10 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
     if state.batch.is_none() {
         open_batch(&writer.pool, state).await?;
     }
-    let conn = state.conn.as_mut().expect("an open batch holds the connection");
+    let conn = state
+        .conn
+        .as_mut()
+        .expect("an open batch holds the connection");
     if let Err(e) = sqlx::query("SAVEPOINT member").execute(&mut **conn).await {
         abort_batch(state, &e).await;
         return Err(e);
@@ -233,7 +252,10 @@ async fn leave(
     let state = &mut *guard;
     let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
     let ended = if keep {
-        sqlx::query("RELEASE member").execute(&mut **conn).await.map(drop)
+        sqlx::query("RELEASE member")
+            .execute(&mut **conn)
+            .await
+            .map(drop)
     } else {
         undo_savepoint(conn).await
     };
@@ -274,7 +296,9 @@ async fn finish(writer: Arc<Writer>, id: u64) {
 }
 
 async fn undo_savepoint(conn: &mut SqliteConnection) -> sqlx::Result<()> {
-    sqlx::query("ROLLBACK TO member").execute(&mut *conn).await?;
+    sqlx::query("ROLLBACK TO member")
+        .execute(&mut *conn)
+        .await?;
     sqlx::query("RELEASE member").execute(&mut *conn).await?;
     Ok(())
 }
@@ -282,7 +306,10 @@ async fn undo_savepoint(conn: &mut SqliteConnection) -> sqlx::Result<()> {
 /// The outer `COMMIT`, then every member hears how it went.
 async fn commit_batch(state: &mut State) {
     let batch = state.batch.take().expect("commit of an open batch");
-    let mut conn = state.conn.take().expect("an open batch holds the connection");
+    let mut conn = state
+        .conn
+        .take()
+        .expect("an open batch holds the connection");
     let outcome = match sqlx::query("COMMIT").execute(&mut *conn).await {
         Ok(_) => Ok(()),
         Err(e) => {
@@ -307,6 +334,8 @@ async fn abort_batch(state: &mut State, why: &sqlx::Error) {
         conn.close_on_drop();
     }
     if let Some(batch) = state.batch.take() {
-        batch.done.send_replace(Some(Err(Arc::from(why.to_string()))));
+        batch
+            .done
+            .send_replace(Some(Err(Arc::from(why.to_string()))));
     }
 }

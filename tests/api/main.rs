@@ -11,6 +11,7 @@ mod demo;
 mod env_api;
 mod exec;
 mod faults;
+mod group_commit;
 mod helpers;
 mod hooks;
 mod host;

@@ -1,0 +1,153 @@
+//! Group commit on a real database file: members of one batch succeed or
+//! fail on their own, and a failed outer COMMIT reaches every member.
+
+use std::time::Duration;
+
+use widgetd::db::Db;
+
+async fn scratch_db() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("scratch.db")).await.unwrap();
+    sqlx::query("CREATE TABLE item (k TEXT PRIMARY KEY)")
+        .execute(&db.write)
+        .await
+        .unwrap();
+    // Deferred: a missing parent is noticed only by the outer COMMIT.
+    sqlx::query("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        .execute(&db.write)
+        .await
+        .unwrap();
+    sqlx::query(
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) \
+         DEFERRABLE INITIALLY DEFERRED)",
+    )
+    .execute(&db.write)
+    .await
+    .unwrap();
+    (dir, db)
+}
+
+async fn insert(tx: &mut widgetd::db::WriteTx, k: &str) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO item (k) VALUES (?)")
+        .bind(k)
+        .execute(&mut **tx)
+        .await
+        .map(drop)
+}
+
+async fn keys(db: &Db) -> Vec<String> {
+    sqlx::query_scalar("SELECT k FROM item ORDER BY k")
+        .fetch_all(&db.read)
+        .await
+        .unwrap()
+}
+
+/// Starts `n` tasks that each wait for the writer, and returns once all wait.
+async fn queue_writers(db: &Db, n: usize) -> Vec<tokio::task::JoinHandle<widgetd::db::WriteTx>> {
+    let before = db.queued_writes();
+    let tasks = (0..n)
+        .map(|_| {
+            let db = db.clone();
+            tokio::spawn(async move { db.begin_write().await.unwrap() })
+        })
+        .collect();
+    while db.queued_writes() < before + n {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tasks
+}
+
+#[tokio::test]
+async fn a_failing_member_rolls_back_alone_inside_a_shared_batch() {
+    let (_dir, db) = scratch_db().await;
+    {
+        let mut tx = db.begin_write().await.unwrap();
+        insert(&mut tx, "taken").await.unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    let mut first = db.begin_write().await.unwrap();
+    insert(&mut first, "first").await.unwrap();
+    let mut queued = queue_writers(&db, 2).await.into_iter();
+    // The first member leaves with others waiting: its batch stays open.
+    let first_done = tokio::spawn(first.commit());
+
+    let mut failing = queued.next().unwrap().await.unwrap();
+    insert(&mut failing, "failing-own-row").await.unwrap();
+    let conflict = insert(&mut failing, "taken").await.unwrap_err();
+    assert!(conflict.to_string().contains("UNIQUE"), "{conflict}");
+    drop(failing);
+
+    let mut last = queued.next().unwrap().await.unwrap();
+    insert(&mut last, "last").await.unwrap();
+    last.commit().await.unwrap();
+    first_done.await.unwrap().unwrap();
+
+    assert_eq!(keys(&db).await, ["first", "last", "taken"]);
+}
+
+#[tokio::test]
+async fn a_failed_outer_commit_is_reported_to_every_member() {
+    let (_dir, db) = scratch_db().await;
+    let mut first = db.begin_write().await.unwrap();
+    sqlx::query("INSERT INTO child (id, parent) VALUES (1, 99)")
+        .execute(&mut *first)
+        .await
+        .unwrap();
+    let mut queued = queue_writers(&db, 1).await.into_iter();
+    let first_done = tokio::spawn(first.commit());
+
+    let mut second = queued.next().unwrap().await.unwrap();
+    insert(&mut second, "second").await.unwrap();
+    let second_result = second.commit().await;
+    let first_result = first_done.await.unwrap();
+
+    assert!(first_result.is_err(), "the member that broke the batch");
+    assert!(
+        second_result.is_err(),
+        "an innocent member of the same batch"
+    );
+    assert!(
+        keys(&db).await.is_empty(),
+        "nothing of the failed batch stands"
+    );
+    let children: i64 = sqlx::query_scalar("SELECT count(*) FROM child")
+        .fetch_one(&db.read)
+        .await
+        .unwrap();
+    assert_eq!(children, 0);
+
+    // The writer recovers: the next batch commits.
+    let mut next = db.begin_write().await.unwrap();
+    insert(&mut next, "after").await.unwrap();
+    next.commit().await.unwrap();
+    assert_eq!(keys(&db).await, ["after"]);
+}
+
+#[tokio::test]
+async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
+    let (_dir, db) = scratch_db().await;
+    for k in ["a", "b", "c"] {
+        let mut tx = db.begin_write().await.unwrap();
+        insert(&mut tx, k).await.unwrap();
+        tx.commit().await.unwrap();
+        // Committed means visible to readers and the connection back.
+        assert!(keys(&db).await.contains(&k.to_owned()));
+        let mut direct = db.write.acquire().await.unwrap();
+        let in_tx: i64 = sqlx::query_scalar("SELECT count(*) FROM item")
+            .fetch_one(&mut *direct)
+            .await
+            .unwrap();
+        assert!(in_tx >= 1);
+    }
+    let dropped = {
+        let mut tx = db.begin_write().await.unwrap();
+        insert(&mut tx, "dropped").await.unwrap();
+        tx
+    };
+    drop(dropped);
+    let mut tx = db.begin_write().await.unwrap();
+    insert(&mut tx, "d").await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(keys(&db).await, ["a", "b", "c", "d"]);
+}
