@@ -1,0 +1,126 @@
+//! The real `widgetd` binary on a temporary data dir: built with the same
+//! cargo if needed, started on loopback, stopped with SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The admin password the bench's data dir starts with.
+pub const PASSWORD: &str = "bench password, not a secret";
+
+/// Builds the release daemon (a no-op when it is up to date) and returns it.
+pub fn build() -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--bin",
+            "widgetd",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .status()?;
+    anyhow::ensure!(status.success(), "building the daemon failed");
+    let exe = std::env::current_exe()?;
+    // target/release/examples/bench → target/release/widgetd
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("widgetd"))
+        .ok_or_else(|| anyhow::anyhow!("cannot find the target directory"))?;
+    anyhow::ensure!(bin.exists(), "no daemon binary at {}", bin.display());
+    Ok(bin)
+}
+
+/// A running daemon.
+pub struct Daemon {
+    pub child: Child,
+    pub url: String,
+    /// Spawn until the first answered HTTP request.
+    pub start_ms: f64,
+}
+
+impl Daemon {
+    /// Starts `bin serve` on `data_dir` and waits for its first answer.
+    pub async fn start(bin: &Path, data_dir: &Path) -> anyhow::Result<Daemon> {
+        let spawned = Instant::now();
+        let mut child = Command::new(bin)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("WIDGETD_ADMIN_PASSWORD", PASSWORD)
+            .env("RUST_LOG", "warn")
+            .env_remove("WIDGETD_MASTER_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+            }
+        });
+        let url =
+            tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(30))).await??;
+        let client = reqwest::Client::new();
+        loop {
+            if client.get(format!("{url}/login")).send().await.is_ok() {
+                break;
+            }
+            anyhow::ensure!(spawned.elapsed() < Duration::from_secs(30), "no answer");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let start_ms = spawned.elapsed().as_secs_f64() * 1000.0;
+        Ok(Daemon {
+            child,
+            url,
+            start_ms,
+        })
+    }
+
+    /// Resident memory of the daemon in MiB.
+    pub fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(f64::NAN, |kib| kib / 1024.0)
+    }
+
+    /// SIGTERM, then waits for the exit.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        let status = self.child.wait()?;
+        anyhow::ensure!(status.success(), "the daemon exited with {status}");
+        Ok(())
+    }
+}
+
+/// Runs a CLI command of `bin` on `data_dir` beside the daemon; its stdout.
+pub fn cli(bin: &Path, data_dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let output = Command::new(bin)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env_remove("WIDGETD_MASTER_KEY")
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "widgetd {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8(output.stdout)?)
+}

@@ -1,0 +1,349 @@
+//! Throughput of the real daemon, as its users drive it.
+//!
+//! `cargo run --release --example bench -- [--secs N] [--json]` builds and
+//! starts the release `widgetd` on a temporary data dir on loopback, then
+//! measures (each phase runs N seconds, default 3; progress on stderr):
+//! the one-fsync-per-commit ceiling of SQLite on the same disk, full round
+//! trips (agent creates an env_vars widget, the person submits the form, the
+//! host drains and acks) at concurrency 1, 8 and 64, MCP calls from 200
+//! agents, authenticated reads, the memory of 10,000 idle event streams, and
+//! the daemon's idle memory and start time. See docs/performance.md.
+
+mod daemon;
+mod load;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Map, Value, json};
+
+use daemon::Daemon;
+use load::{Samples, Scene, Session};
+
+const MCP_AGENTS: usize = 200;
+const STREAMS: usize = 10_000;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json_out = args.iter().any(|a| a == "--json");
+    let secs: f64 = args
+        .iter()
+        .position(|a| a == "--secs")
+        .and_then(|i| args.get(i + 1))
+        .map_or(Ok(3.0), |s| s.parse())?;
+    let streams = raise_fd_limit(STREAMS);
+
+    eprintln!("bench: building the release daemon");
+    let bin = daemon::build()?;
+    let dir = tempfile::tempdir()?;
+    let data = dir.path().join("data");
+    let mut out = Map::new();
+
+    eprintln!("bench: fsync ceiling ({secs}s)");
+    std::fs::create_dir_all(&data)?;
+    out.insert(
+        "fsync_full_commits_per_s".into(),
+        fsync_ceiling(&data, secs).await?.into(),
+    );
+
+    let first = Daemon::start(&bin, &data).await?;
+    first.stop()?;
+    let daemon = Daemon::start(&bin, &data).await?;
+    out.insert("start_ms".into(), round(daemon.start_ms).into());
+    out.insert("idle_rss_mib".into(), round(daemon.rss_mib()).into());
+
+    let host = token(&bin, &data)?;
+    let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
+    let mut sessions = Vec::new();
+    for _ in 0..64 {
+        sessions.push(scene.session().await?);
+    }
+    let mut trips = Map::new();
+    for c in [1, 8, 64] {
+        eprintln!("bench: round trips at concurrency {c} ({secs}s)");
+        let started = Instant::now();
+        let r = load::round_trips(&scene, &sessions[..c], secs).await;
+        let rate = r.done as f64 / started.elapsed().as_secs_f64();
+        let mut steps = Map::new();
+        for (name, s) in [
+            ("create", &r.create),
+            ("submit", &r.submit),
+            ("drain", &r.drain),
+            ("ack", &r.ack),
+        ] {
+            steps.insert(
+                name.into(),
+                json!({ "p50_ms": round(s.quantile(0.5)), "p99_ms": round(s.quantile(0.99)) }),
+            );
+        }
+        trips.insert(
+            format!("c{c}"),
+            json!({ "per_s": round(rate), "steps": steps }),
+        );
+    }
+    out.insert("round_trips".into(), trips.into());
+
+    eprintln!("bench: MCP with {MCP_AGENTS} agents ({secs}s)");
+    let mcp = mcp_load(&scene, secs).await?;
+    out.insert("mcp_p50_ms".into(), round(mcp.quantile(0.5)).into());
+    out.insert("mcp_p99_ms".into(), round(mcp.quantile(0.99)).into());
+    out.insert("mcp_calls".into(), mcp.0.len().into());
+
+    eprintln!("bench: reads ({secs}s)");
+    let widget = scene.create_widget(&sessions[0]).await?;
+    let started = Instant::now();
+    let n = load::reads(&scene, &sessions[0], &widget, 64, secs).await;
+    out.insert(
+        "reads_per_s".into(),
+        round(n as f64 / started.elapsed().as_secs_f64()).into(),
+    );
+
+    eprintln!("bench: holding {streams} event streams");
+    let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;
+    out.insert("sse_streams".into(), streams.into());
+    out.insert("sse_mib_per_1k".into(), round(per_1k).into());
+    out.insert("sse_widget_reached_streams".into(), reached.into());
+
+    let verify = daemon::cli(&bin, &data, &["audit", "verify"]);
+    out.insert("audit_chain_verifies".into(), verify.is_ok().into());
+    daemon.stop()?;
+    report(&Value::Object(out), json_out);
+    Ok(())
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// A host token for `admin`, minted with the CLI beside the running daemon.
+fn token(bin: &Path, data: &Path) -> anyhow::Result<String> {
+    let text = daemon::cli(
+        bin,
+        data,
+        &[
+            "token",
+            "create",
+            "--user",
+            "admin",
+            "--scope",
+            "sessions,env:read,env:write",
+            "--json",
+        ],
+    )?;
+    let body: Value = serde_json::from_str(&text)?;
+    Ok(body["token"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Single-row commits per second to a WAL file at `synchronous=FULL` in the
+/// data dir: one fsync per commit, the ceiling without group commit.
+async fn fsync_ceiling(dir: &Path, secs: f64) -> anyhow::Result<f64> {
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+    use sqlx::{ConnectOptions, Connection};
+    let path = dir.join("fsync-probe.db");
+    let mut conn = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .connect()
+        .await?;
+    sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        .execute(&mut conn)
+        .await?;
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    let started = Instant::now();
+    let mut n = 0u64;
+    while Instant::now() < until {
+        sqlx::query("INSERT INTO t (v) VALUES ('x')")
+            .execute(&mut conn)
+            .await?;
+        n += 1;
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    conn.close().await?;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    Ok(rate)
+}
+
+/// 200 agents, each with its own session, token and MCP session, alternating
+/// `request_env_vars` and `get_widget_status`; every call's latency.
+async fn mcp_load(scene: &Scene, secs: f64) -> anyhow::Result<Samples> {
+    let mut clients = Vec::new();
+    for _ in 0..MCP_AGENTS {
+        let session = scene.session().await?;
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", scene.url))
+            .auth_header(session.agent.clone());
+        clients.push(
+            ().serve(StreamableHttpClientTransport::from_config(config))
+                .await?,
+        );
+    }
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    let workers = clients.into_iter().map(|client| {
+        tokio::spawn(async move {
+            let mut samples = Samples::default();
+            while Instant::now() < until {
+                let t = Instant::now();
+                let args = json!({ "names": ["BENCH_KEY"], "reason": "to run the benchmark" });
+                let Ok(created) = client
+                    .call_tool(
+                        CallToolRequestParams::new("request_env_vars").with_arguments(object(args)),
+                    )
+                    .await
+                else {
+                    break;
+                };
+                samples.add(t);
+                let id = created
+                    .structured_content
+                    .and_then(|c| c["widget_id"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let t = Instant::now();
+                let args = json!({ "widget_id": id });
+                if client
+                    .call_tool(
+                        CallToolRequestParams::new("get_widget_status")
+                            .with_arguments(object(args)),
+                    )
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                samples.add(t);
+            }
+            let _ = client.cancel().await;
+            samples
+        })
+    });
+    let mut all = Samples::default();
+    for worker in futures_util::future::join_all(workers).await {
+        all.merge(worker?);
+    }
+    Ok(all)
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Opens `n` event streams over 50 sessions, measures the daemon's memory
+/// growth per 1,000 streams, then creates a widget in the first session and
+/// counts how many of that session's streams see it.
+async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Result<(f64, usize)> {
+    let mut sessions = Vec::new();
+    for _ in 0..50 {
+        sessions.push(scene.session().await?);
+    }
+    let before = daemon.rss_mib();
+    let mut streams = Vec::with_capacity(n);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
+        let opening = chunk.iter().map(|i| {
+            let session: &Session = &sessions[i % sessions.len()];
+            scene
+                .client
+                .get(format!(
+                    "{}/api/v1/sessions/{}/events",
+                    scene.url, session.id
+                ))
+                .bearer_auth(&session.agent)
+                .send()
+        });
+        for response in futures_util::future::join_all(opening).await {
+            streams.push(response?.error_for_status()?);
+        }
+        eprint!("\rbench: {} streams open", streams.len());
+    }
+    eprintln!();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let per_1k = (daemon.rss_mib() - before) / (n as f64 / 1000.0);
+
+    scene.create_widget(&sessions[0]).await?;
+    let watched: Vec<_> = streams.into_iter().step_by(sessions.len()).collect();
+    let reads = watched.into_iter().map(|mut stream| async move {
+        let mut seen = String::new();
+        let deadline = tokio::time::sleep(Duration::from_secs(10));
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                chunk = stream.chunk() => match chunk {
+                    Ok(Some(bytes)) => {
+                        seen.push_str(&String::from_utf8_lossy(&bytes));
+                        if seen.contains("widget:created") { return true; }
+                    }
+                    _ => return false,
+                },
+                _ = &mut deadline => return false,
+            }
+        }
+    });
+    let reached = futures_util::future::join_all(reads)
+        .await
+        .into_iter()
+        .filter(|r| *r)
+        .count();
+    Ok((per_1k, reached))
+}
+
+/// Raises this process's open-file limit (inherited by the daemon) so that
+/// `wanted` streams fit; returns how many do.
+fn raise_fd_limit(wanted: usize) -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max.min(1 << 20);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        }
+    }
+    let room = (limit.rlim_cur as usize).saturating_sub(1000);
+    if room < wanted {
+        eprintln!("bench: the open-file limit allows {room} streams, not {wanted}");
+    }
+    wanted.min(room)
+}
+
+fn report(out: &Value, json_out: bool) {
+    if json_out {
+        println!("{out}");
+        return;
+    }
+    let ceiling = out["fsync_full_commits_per_s"].as_f64().unwrap_or(f64::NAN);
+    println!("{:<34} {:>12}", "metric", "value");
+    for (key, value) in out.as_object().into_iter().flatten() {
+        if key == "round_trips" {
+            for (c, r) in value.as_object().into_iter().flatten() {
+                let rate = r["per_s"].as_f64().unwrap_or(f64::NAN);
+                println!(
+                    "{:<34} {:>12} ({:.2}x fsync ceiling)",
+                    format!("round_trips_per_s {c}"),
+                    rate,
+                    rate / ceiling
+                );
+                for (step, s) in r["steps"].as_object().into_iter().flatten() {
+                    println!(
+                        "{:<34} {:>12}",
+                        format!("  {step} p50/p99 ms"),
+                        format!("{}/{}", s["p50_ms"], s["p99_ms"])
+                    );
+                }
+            }
+        } else {
+            println!("{key:<34} {value:>12}");
+        }
+    }
+}
