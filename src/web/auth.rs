@@ -23,6 +23,10 @@ use crate::{AppState, clock};
 const USER_KEY: &str = "user_id";
 const CSRF_KEY: &str = "csrf";
 const LOGIN_AT_KEY: &str = "login_at";
+const TOUCHED_AT_KEY: &str = "touched_at";
+/// An active session is rewritten (expiry and cookie moved forward) at most
+/// this often, so the idle timeout is exact to within this much.
+pub const TOUCH_EVERY_MS: i64 = 60 * 1000;
 /// A login is good for this long, however active the user is.
 pub const ABSOLUTE_TIMEOUT_MS: i64 = 24 * 3600 * 1000;
 /// A session idle for this long ends (the cookie store's expiry).
@@ -79,6 +83,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             .await
             .map_err(session_error)?
             .unwrap_or_default();
+        touch(&session).await?;
         Ok(Self {
             id: user.id,
             name: user.name,
@@ -86,6 +91,24 @@ impl FromRequestParts<AppState> for CurrentUser {
             csrf,
         })
     }
+}
+
+/// Marks the session changed once per `TOUCH_EVERY_MS`, which saves it with
+/// a new expiry and sends the cookie again; other requests write nothing.
+async fn touch(session: &Session) -> AppResult<()> {
+    let now = clock::now_ms();
+    let touched_at: i64 = session
+        .get(TOUCHED_AT_KEY)
+        .await
+        .map_err(session_error)?
+        .unwrap_or(0);
+    if now - touched_at >= TOUCH_EVERY_MS {
+        session
+            .insert(TOUCHED_AT_KEY, now)
+            .await
+            .map_err(session_error)?;
+    }
+    Ok(())
 }
 
 impl OptionalFromRequestParts<AppState> for CurrentUser {
@@ -287,10 +310,12 @@ pub async fn login(
         .insert(CSRF_KEY, csrf)
         .await
         .map_err(session_error)?;
-    session
-        .insert(LOGIN_AT_KEY, clock::now_ms())
-        .await
-        .map_err(session_error)?;
+    for key in [LOGIN_AT_KEY, TOUCHED_AT_KEY] {
+        session
+            .insert(key, clock::now_ms())
+            .await
+            .map_err(session_error)?;
+    }
     Ok(Redirect::to(&next).into_response())
 }
 

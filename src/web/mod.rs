@@ -68,9 +68,10 @@ pub fn session_layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_path("/")
-        // Saving on every request moves the expiry forward: an idle timeout,
-        // not a fixed one.
-        .with_always_save(true)
+        // Saved only when changed: a read must not write. The idle timeout
+        // still slides because `CurrentUser` touches the session once per
+        // `auth::TOUCH_EVERY_MS` of activity.
+        .with_always_save(false)
         .with_expiry(Expiry::OnInactivity(Duration::seconds(
             auth::IDLE_TIMEOUT_SECS,
         )))

@@ -53,6 +53,8 @@ impl SessionStore for SqliteSessionStore {
         let data = serde_json::to_string(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         // 128 random bits collide in theory only; retry on the unique key anyway.
+        // Through the writer: the row is committed with the batch it joins.
+        let mut tx = self.db.begin_write().await.map_err(backend)?;
         loop {
             let inserted = sqlx::query(
                 "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -60,11 +62,11 @@ impl SessionStore for SqliteSessionStore {
             .bind(id_hash(&record.id))
             .bind(&data)
             .bind(expiry_ms(record))
-            .execute(&self.db.write)
+            .execute(&mut *tx)
             .await
             .map_err(backend)?;
             if inserted.rows_affected() == 1 {
-                return Ok(());
+                return tx.commit().await.map_err(backend);
             }
             record.id = Id::default();
         }
@@ -78,6 +80,7 @@ impl SessionStore for SqliteSessionStore {
         }
         let data = serde_json::to_string(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let mut tx = self.db.begin_write().await.map_err(backend)?;
         sqlx::query(
             "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES (?, ?, ?)
              ON CONFLICT (id_hash) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
@@ -85,10 +88,10 @@ impl SessionStore for SqliteSessionStore {
         .bind(id_hash(&record.id))
         .bind(data)
         .bind(expiry_ms(record))
-        .execute(&self.db.write)
+        .execute(&mut *tx)
         .await
         .map_err(backend)?;
-        Ok(())
+        tx.commit().await.map_err(backend)
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
@@ -116,11 +119,12 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
+        let mut tx = self.db.begin_write().await.map_err(backend)?;
         sqlx::query("DELETE FROM web_sessions WHERE id_hash = ?")
             .bind(id_hash(id))
-            .execute(&self.db.write)
+            .execute(&mut *tx)
             .await
             .map_err(backend)?;
-        Ok(())
+        tx.commit().await.map_err(backend)
     }
 }

@@ -21,6 +21,7 @@ mod questions;
 mod sessions;
 mod sharing;
 mod streams;
+mod throughput;
 mod vault;
 mod webdriver;
 mod webhooks;
