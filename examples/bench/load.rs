@@ -107,8 +107,8 @@ impl Scene {
         })
     }
 
-    /// The agent asks for an env var; returns the widget id.
-    pub async fn create_widget(&self, session: &Session) -> anyhow::Result<String> {
+    /// The agent asks for env var `name`; returns the widget id.
+    pub async fn create_widget(&self, session: &Session, name: &str) -> anyhow::Result<String> {
         let body: Value = self
             .client
             .post(format!(
@@ -116,7 +116,7 @@ impl Scene {
                 self.url, session.id
             ))
             .bearer_auth(&session.agent)
-            .json(&json!({ "names": ["BENCH_KEY"], "reason": "to run the benchmark" }))
+            .json(&json!({ "names": [name], "reason": "to run the benchmark" }))
             .send()
             .await?
             .error_for_status()?
@@ -126,7 +126,8 @@ impl Scene {
     }
 
     /// The person submits the widget's form, as the page does.
-    pub async fn submit(&self, widget: &str) -> anyhow::Result<()> {
+    pub async fn submit(&self, widget: &str, name: &str) -> anyhow::Result<()> {
+        let field = format!("value.{name}");
         let response = self
             .client
             .post(format!("{}/widgets/{widget}/submit", self.url))
@@ -135,7 +136,7 @@ impl Scene {
             .header("sec-fetch-site", "same-origin")
             .form(&[
                 ("csrf_token", self.csrf.as_str()),
-                ("value.BENCH_KEY", "bench-value"),
+                (field.as_str(), "bench-value"),
                 ("scope", "session"),
             ])
             .send()
@@ -202,15 +203,19 @@ pub async fn round_trips(scene: &Scene, sessions: &[Session], secs: f64) -> Roun
         let scene = scene.clone();
         tokio::spawn(async move {
             let mut out = RoundTrips::default();
+            let mut round = 0u64;
             while Instant::now() < until {
+                // A fresh name each time: one already set is answered at once.
+                round += 1;
+                let name = format!("BENCH_KEY_{round}");
                 let t = Instant::now();
-                let Ok(widget) = scene.create_widget(&session).await else {
+                let Ok(widget) = scene.create_widget(&session, &name).await else {
                     eprintln!("bench: a create failed");
                     break;
                 };
                 out.create.add(t);
                 let t = Instant::now();
-                if let Err(e) = scene.submit(&widget).await {
+                if let Err(e) = scene.submit(&widget, &name).await {
                     eprintln!("bench: {e}");
                     break;
                 }

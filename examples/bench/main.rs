@@ -95,7 +95,7 @@ async fn main() -> anyhow::Result<()> {
     out.insert("mcp_calls".into(), mcp.0.len().into());
 
     eprintln!("bench: reads ({secs}s)");
-    let widget = scene.create_widget(&sessions[0]).await?;
+    let widget = scene.create_widget(&sessions[0], "BENCH_READ").await?;
     let started = Instant::now();
     let n = load::reads(&scene, &sessions[0], &widget, 64, secs).await;
     out.insert(
@@ -268,7 +268,7 @@ async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Resul
     tokio::time::sleep(Duration::from_millis(500)).await;
     let per_1k = (daemon.rss_mib() - before) / (n as f64 / 1000.0);
 
-    scene.create_widget(&sessions[0]).await?;
+    scene.create_widget(&sessions[0], "BENCH_STREAM").await?;
     let watched: Vec<_> = streams.into_iter().step_by(sessions.len()).collect();
     let reads = watched.into_iter().map(|mut stream| async move {
         let mut seen = String::new();
