@@ -24,8 +24,11 @@ const MAX_MEMBERS: usize = 64;
 /// A batch this old commits at once, however many are waiting.
 const MAX_AGE: Duration = Duration::from_millis(5);
 
+/// Why a batch failed: the kind of the error (so a full disk still reads as
+/// one to every member) and its text.
+type Failure = (std::io::ErrorKind, Arc<str>);
 /// How a batch ended: `None` while it is open.
-type Outcome = Option<Result<(), Arc<str>>>;
+type Outcome = Option<Result<(), Failure>>;
 
 /// The single writer: the write pool's one connection while a batch is open.
 pub(crate) struct Writer {
@@ -128,9 +131,10 @@ impl WriteTx {
         })?;
         match outcome.as_ref().expect("waited for an outcome") {
             Ok(()) => Ok(()),
-            Err(why) => Err(sqlx::Error::Io(std::io::Error::other(format!(
-                "group commit failed: {why}"
-            )))),
+            Err((kind, why)) => Err(sqlx::Error::Io(std::io::Error::new(
+                *kind,
+                format!("group commit failed: {why}"),
+            ))),
         }
     }
 }
@@ -318,7 +322,7 @@ async fn commit_batch(state: &mut State) {
             if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
                 conn.close_on_drop();
             }
-            Err(Arc::from(e.to_string()))
+            Err(failure(&e))
         }
     };
     batch.done.send_replace(Some(outcome));
@@ -334,8 +338,27 @@ async fn abort_batch(state: &mut State, why: &sqlx::Error) {
         conn.close_on_drop();
     }
     if let Some(batch) = state.batch.take() {
-        batch
-            .done
-            .send_replace(Some(Err(Arc::from(why.to_string()))));
+        batch.done.send_replace(Some(Err(failure(why))));
     }
+}
+
+/// What every member of a failed batch is told. SQLite's FULL, READONLY and
+/// IOERR keep their meaning as I/O error kinds.
+fn failure(err: &sqlx::Error) -> Failure {
+    const SQLITE_READONLY: i64 = 8;
+    const SQLITE_IOERR: i64 = 10;
+    const SQLITE_FULL: i64 = 13;
+    let code = match err {
+        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i64>().ok()),
+        _ => None,
+    };
+    let kind = match code.map(|c| c & 0xff) {
+        Some(SQLITE_FULL) | Some(SQLITE_IOERR) => std::io::ErrorKind::StorageFull,
+        Some(SQLITE_READONLY) => std::io::ErrorKind::ReadOnlyFilesystem,
+        _ => match err {
+            sqlx::Error::Io(io) => io.kind(),
+            _ => std::io::ErrorKind::Other,
+        },
+    };
+    (kind, Arc::from(err.to_string()))
 }
