@@ -101,6 +101,9 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
     } else {
         bootstrap_admin(&data).await?
     };
+    // Listened for before "listening on" is printed: a TERM or INT that
+    // follows it at once must shut down cleanly, not kill the process.
+    let shutdown = shutdown_signal()?;
     let addr = listener.local_addr()?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
     let public_url = public_url.trim_end_matches('/').to_owned();
@@ -161,7 +164,7 @@ async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
         start_demo(&state).await?;
     }
     tracing::info!(%addr, "serving");
-    crate::serve(listener, state, shutdown_signal())
+    crate::serve(listener, state, shutdown)
         .await
         .context("the server failed")?;
     db.close().await;
@@ -259,14 +262,17 @@ async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
     Ok(outcome)
 }
 
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("can listen for SIGTERM");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down: finishing requests in flight");
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down: finishing requests in flight");
+    })
 }
 
 /// A password from stdin (one line, the newline removed) or a generated one.
