@@ -186,6 +186,9 @@ impl Scene {
     }
 }
 
+/// Numbers the env var names of round trips, unique across phases.
+static NEXT_NAME: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Per-step latencies of round trips and how many completed.
 #[derive(Default)]
 pub struct RoundTrips {
@@ -203,10 +206,9 @@ pub async fn round_trips(scene: &Scene, sessions: &[Session], secs: f64) -> Roun
         let scene = scene.clone();
         tokio::spawn(async move {
             let mut out = RoundTrips::default();
-            let mut round = 0u64;
             while Instant::now() < until {
                 // A fresh name each time: one already set is answered at once.
-                round += 1;
+                let round = NEXT_NAME.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let name = format!("BENCH_KEY_{round}");
                 let t = Instant::now();
                 let Ok(widget) = scene.create_widget(&session, &name).await else {

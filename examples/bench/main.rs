@@ -48,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&data)?;
     out.insert(
         "fsync_full_commits_per_s".into(),
-        fsync_ceiling(&data, secs).await?.into(),
+        round(fsync_ceiling(&data, secs).await?).into(),
     );
 
     let first = Daemon::start(&bin, &data).await?;
@@ -82,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
             );
         }
         trips.insert(
-            format!("c{c}"),
+            format!("c{c:02}"),
             json!({ "per_s": round(rate), "steps": steps }),
         );
     }
