@@ -16,3 +16,19 @@ pub fn rfc3339(ms: i64) -> String {
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_else(|| ms.to_string())
 }
+
+/// A short human reading of a stored timestamp, such as `2026-11-23 08:15 UTC`.
+pub fn readable(ms: i64) -> String {
+    let format =
+        time::format_description::parse_borrowed::<2>("[year]-[month]-[day] [hour]:[minute] UTC");
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .zip(format.ok())
+        .and_then(|(t, f)| t.format(&f).ok())
+        .unwrap_or_else(|| rfc3339(ms))
+}
+
+/// Serializes a stored timestamp as RFC 3339 text, as the API shows times.
+pub fn serialize_rfc3339<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*ms))
+}

@@ -71,6 +71,8 @@ pub struct Entry<'a> {
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct AuditRow {
     pub id: i64,
+    /// Unix milliseconds; serialized as RFC 3339 like every time in the API.
+    #[serde(serialize_with = "clock::serialize_rfc3339")]
     pub at: i64,
     pub actor: String,
     pub action: String,

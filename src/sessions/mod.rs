@@ -72,7 +72,7 @@ pub struct NewSession {
 pub fn parse_title(title: Option<&str>) -> AppResult<String> {
     let title = title.map(str::trim).unwrap_or_default();
     if title.is_empty() {
-        return Ok(format!("Session of {}", clock::rfc3339(clock::now_ms())));
+        return Ok(format!("Session of {}", clock::readable(clock::now_ms())));
     }
     if title.chars().count() > MAX_TITLE_CHARS || title.chars().any(char::is_control) {
         return Err(AppError::invalid(

@@ -219,10 +219,12 @@ fn refusal(err: &AppError) -> bool {
     )
 }
 
-/// After a form post the browser goes back to the transcript.
+/// After a form post the browser goes back to the transcript, scrolled to
+/// the card it answered rather than to the top.
 fn answered(form: bool, view: WidgetView) -> Response {
     if form {
-        Redirect::to(&format!("/sessions/{}", view.session_id)).into_response()
+        let to = format!("/sessions/{}#w-{}", view.session_id, view.widget_id);
+        Redirect::to(&to).into_response()
     } else {
         Json(view).into_response()
     }

@@ -605,7 +605,10 @@ async fn a_denied_request_shows_the_reason_after_reload() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(r.headers()["location"], format!("/sessions/{session}"));
+    assert_eq!(
+        r.headers()["location"],
+        format!("/sessions/{session}#w-{id}")
+    );
 
     // Loaded twice (a reload): the denial and its reason stay.
     for load in 0..2 {

@@ -162,10 +162,16 @@ async fn a_person_answers_a_widget_in_the_browser() {
         .await
         .unwrap();
     let badge = chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    let back = chrome.current_url().await.unwrap();
     assert_eq!(
-        chrome.current_url().await.unwrap().path(),
+        back.path(),
         format!("/sessions/{session}"),
         "the form redirects back to the transcript"
+    );
+    assert_eq!(
+        back.fragment(),
+        Some(&*format!("w-{id}")),
+        "at the card it answered, not at the top"
     );
     let text = badge.text().await.unwrap();
     assert!(

@@ -334,6 +334,10 @@ async fn audit_verify_names_the_first_edited_deleted_or_reordered_row() {
         serde_json::from_str(&ok(widgetd(&dir).args(["audit", "list", "--json"]))).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 4);
     assert_eq!(listed[2]["names"], "B_KEY");
+    // The same RFC 3339 times as the API, not Unix milliseconds.
+    let at = listed[2]["at"].as_str().expect("`at` is text");
+    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .expect("`at` is RFC 3339");
 
     let tampers = [
         (

@@ -261,7 +261,10 @@ async fn ask_user_over_mcp_then_answered_in_a_form() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(r.headers()["location"], format!("/sessions/{session}"));
+    assert_eq!(
+        r.headers()["location"],
+        format!("/sessions/{session}#w-{id}")
+    );
 
     let prompts = app.prompts(&host, &session, 0).await;
     assert_eq!(prompts.len(), 1, "{prompts:?}");

@@ -31,6 +31,18 @@ async fn an_api_token_with_the_sessions_scope_creates_a_session() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
+    let body: Value = response.json().await.unwrap();
+    let title: String = sqlx::query_scalar("SELECT title FROM sessions WHERE id = ?")
+        .bind(body["session_id"].as_str().unwrap())
+        .fetch_one(&app.state.db.read)
+        .await
+        .unwrap();
+    // Readable: minutes and a zone, no fractional seconds or `T`.
+    let when = title
+        .strip_prefix("Session of ")
+        .expect("the default title");
+    assert!(when.ends_with(" UTC") && !when.contains('T'), "{title}");
+    assert_eq!(when.len(), "2026-11-23 08:15 UTC".len(), "{title}");
 }
 
 #[tokio::test]

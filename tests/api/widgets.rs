@@ -71,7 +71,10 @@ async fn request_submit_drain_ack_and_exec_env() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(r.headers()["location"], format!("/sessions/{session}"));
+    assert_eq!(
+        r.headers()["location"],
+        format!("/sessions/{session}#w-{id}")
+    );
 
     let drained = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await
