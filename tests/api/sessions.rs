@@ -41,7 +41,8 @@ async fn an_api_token_with_the_sessions_scope_creates_a_session() {
     let when = title
         .strip_prefix("Session of ")
         .expect("the default title");
-    assert!(when.ends_with(" UTC") && !when.contains('T'), "{title}");
+    assert!(when.ends_with(" UTC") && !when.contains('.'), "{title}");
+    assert_eq!(when.as_bytes()[10], b' ', "date and time apart: {title}");
     assert_eq!(when.len(), "2026-11-23 08:15 UTC".len(), "{title}");
 }
 
