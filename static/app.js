@@ -18,6 +18,31 @@ document.addEventListener("input", () => updateChoiceForms(document));
 document.addEventListener("change", () => updateChoiceForms(document));
 document.addEventListener("DOMContentLoaded", () => updateChoiceForms(document));
 
+// A form being sent shows it and is not sent twice. The button is marked
+// busy, not disabled: a disabled submitter would drop its own name=value
+// (an approval's decision) from the post.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.dataset.busy) {
+    event.preventDefault();
+    return;
+  }
+  form.dataset.busy = "1";
+  const button = event.submitter;
+  if (button) {
+    button.setAttribute("aria-busy", "true");
+    button.classList.add("busy");
+  }
+}, true);
+// Back from the next page (bfcache): the form may be sent again.
+window.addEventListener("pageshow", () => {
+  for (const form of document.querySelectorAll("form[data-busy]")) delete form.dataset.busy;
+  for (const button of document.querySelectorAll("button.busy")) {
+    button.classList.remove("busy");
+    button.removeAttribute("aria-busy");
+  }
+});
+
 (function () {
   const transcript = document.getElementById("transcript");
   if (!transcript || !window.EventSource) return;

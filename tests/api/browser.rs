@@ -1128,3 +1128,37 @@ async fn the_tab_title_counts_waiting_requests() {
     .await;
     chrome.close().await;
 }
+
+#[tokio::test]
+async fn a_form_being_sent_shows_a_busy_button_and_is_not_sent_twice() {
+    let app = spawn_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let id = created_widget(
+        app.request_env_vars(
+            &agent,
+            &session,
+            &json!({ "names": ["BUSY_KEY"], "reason": "to deploy" }),
+        )
+        .await,
+    )
+    .await;
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, "alice").await;
+    chrome.open(&transcript(&app, &session)).await;
+    let card = format!("#w-{id}");
+    chrome.wait_css(&card).await;
+    // Hold the post in the page (this listener runs after the page's own),
+    // count attempts, then press the button twice.
+    let state = chrome
+        .js(&format!(
+            "const f = document.querySelector('{card} form:not([hidden])');
+             window.sent = 0;
+             f.addEventListener('submit', e => {{ if (!e.defaultPrevented) window.sent += 1; e.preventDefault(); }});
+             f.querySelector('input[type=password]').value = 'x';
+             const b = f.querySelector('button.primary');
+             b.click(); b.click();
+             return [b.getAttribute('aria-busy'), b.classList.contains('busy'), b.disabled, window.sent];"
+        ))
+        .await;
+    assert_eq!(state, json!(["true", true, false, 1]));
+}
