@@ -317,7 +317,7 @@ async fn admins_manage_users_and_read_the_audit_log_members_cannot() {
 
     let audit = app
         .client
-        .get(format!("{}/admin/audit?action=user.", app.url))
+        .get(format!("{}/admin/audit?action=user.&verify=1", app.url))
         .header("cookie", &admin.cookie)
         .send()
         .await
@@ -333,4 +333,69 @@ async fn admins_manage_users_and_read_the_audit_log_members_cannot() {
         !audit.contains("login.success"),
         "the action filter applies"
     );
+}
+
+/// The audit page shows 200 rows a page with actors by name, and verifies
+/// the whole chain only when asked.
+#[tokio::test]
+async fn the_audit_page_pages_names_actors_and_verifies_on_request() {
+    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    let app = spawn_app().await;
+    let root = app.user("root", widgetd::auth::Role::Admin).await;
+    {
+        let mut tx = app.state.db.begin_write().await.unwrap();
+        for n in 0..250 {
+            let entry = Entry {
+                action: "test.row",
+                detail: Some(format!("row-{n}-end")),
+                ..Default::default()
+            };
+            audit::append(
+                &mut tx,
+                &Actor::User(root.id.clone()),
+                &ClientAddr(None),
+                entry,
+            )
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+    let admin = app.login("root").await;
+    let get = |path: String| {
+        let request = app
+            .client
+            .get(format!("{}{path}", app.url))
+            .header("cookie", &admin.cookie);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let first = get("/admin/audit".into()).await;
+    assert!(
+        !first.contains("The chain verifies"),
+        "verified on every load"
+    );
+    assert!(first.contains("id=\"verify-chain\""));
+    assert!(
+        first.contains("row-249-end") && !first.contains("row-40-end"),
+        "newest first, one page"
+    );
+    assert!(
+        first.contains(&format!("root (user:{})", root.id)),
+        "actors by name"
+    );
+    let older = first
+        .split("id=\"older\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a link to older rows")
+        .replace("&amp;", "&")
+        .replace("&#38;", "&");
+    let second = get(older).await;
+    assert!(
+        second.contains("row-40-end") && !second.contains("row-249-end"),
+        "the next page: {}",
+        &second[second.len().saturating_sub(3000)..]
+    );
+    let verified = get("/admin/audit?verify=1".into()).await;
+    assert!(verified.contains("The chain verifies"), "{verified}");
 }
