@@ -117,7 +117,9 @@ pub async fn add_message(
     .bind(clock::now_ms())
     .fetch_one(&mut *tx)
     .await?;
-    let payload = json!({ "message_id": message_id, "role": role, "text": text });
+    // The text is kept once, in the message: `events::since` adds it to
+    // the event when the event is read.
+    let payload = json!({ "message_id": message_id, "role": role });
     events::record(&mut tx, session, "message:created", &payload).await?;
     tx.commit().await?;
     state.hub.publish(session);

@@ -53,9 +53,17 @@ pub async fn since(
     after: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<Event>> {
+    // `message:created` events written since the text is kept only in its
+    // message get it back here; older ones carry it already.
     sqlx::query_as(
-        "SELECT id, session_id, kind, payload, created_at FROM events
-         WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+        "SELECT e.id, e.session_id, e.kind,
+                CASE WHEN m.id IS NOT NULL AND json_extract(e.payload, '$.text') IS NULL
+                     THEN json_set(e.payload, '$.text', m.body) ELSE e.payload END AS payload,
+                e.created_at
+         FROM events e
+         LEFT JOIN messages m
+           ON e.kind = 'message:created' AND m.id = json_extract(e.payload, '$.message_id')
+         WHERE e.session_id = ? AND e.id > ? ORDER BY e.id LIMIT ?",
     )
     .bind(session)
     .bind(after)

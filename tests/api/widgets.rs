@@ -651,6 +651,12 @@ async fn events_resume_after_last_event_id_and_carry_transcript_text() {
         all.contains("event: message:created") && all.contains("Let me check the CRM."),
         "{all}"
     );
+    assert_eq!(
+        app.count("SELECT count(*) FROM events WHERE payload LIKE '%check the CRM%'")
+            .await,
+        0,
+        "the text is stored once, in the message"
+    );
     let first_id = all
         .lines()
         .find_map(|l| l.strip_prefix("id: "))
