@@ -215,7 +215,12 @@ struct TranscriptPage {
     owner: bool,
     others_can: &'static str,
     grants: Vec<(String, &'static str)>,
+    /// The id to continue from for earlier entries, when there are more.
+    earlier: Option<i64>,
 }
+
+/// Entries on one page of a transcript: the most recent ones.
+const TRANSCRIPT_PAGE_ENTRIES: usize = 200;
 
 /// The session if `user` may read it.
 async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
@@ -246,10 +251,15 @@ async fn transcript_page(
     user: &CurrentUser,
     session: Session,
     error: Option<(&str, &views::FormError)>,
+    before: Option<i64>,
 ) -> AppResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
     let access = access::person_access(&mut conn, &session, &user.id).await?;
-    let messages = transcript::list_messages(&mut conn, &session.id).await?;
+    let mut messages = transcript::list_messages(&mut conn, &session.id).await?;
+    messages.retain(|m| before.is_none_or(|b| m.id < b));
+    let skip = messages.len().saturating_sub(TRANSCRIPT_PAGE_ENTRIES);
+    let earlier = (skip > 0).then(|| messages[skip].id);
+    messages.drain(..skip);
     let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
     let (others_can, grants) = sessions::sharing(&mut conn, &session).await?;
     drop(conn);
@@ -269,6 +279,7 @@ async fn transcript_page(
             .into_iter()
             .map(|(name, a)| (name, a.as_str()))
             .collect(),
+        earlier,
     })
 }
 
@@ -277,12 +288,20 @@ pub async fn view_transcript_get(
     State(state): State<AppState>,
     user: Option<CurrentUser>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> PageResult {
     let Some(user) = user else {
         return Ok(to_login(&format!("/sessions/{id}")));
     };
     let session = readable(&state, &user, &id).await?;
-    Ok(transcript_page(&state, &user, session, None)
+    #[derive(Deserialize, Default)]
+    struct Page {
+        #[serde(default)]
+        before: Option<i64>,
+    }
+    let page: Page =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).unwrap_or_default();
+    Ok(transcript_page(&state, &user, session, None, page.before)
         .await?
         .into_response())
 }
@@ -309,7 +328,7 @@ pub async fn answer_refused(
     let page = async {
         let row = widgets::get_widget(&mut *state.db.read.acquire().await?, widget).await?;
         let session = readable(state, user, row.session_id.as_str()).await?;
-        transcript_page(state, user, session, Some((widget.as_str(), &shown))).await
+        transcript_page(state, user, session, Some((widget.as_str(), &shown)), None).await
     };
     match page.await {
         Ok(page) => (status, page).into_response(),

@@ -278,3 +278,41 @@ async fn foreign_host_names_are_refused_on_every_route() {
         }
     }
 }
+
+/// A long transcript is shown 200 entries a page, newest last, with a link
+/// to the earlier ones.
+#[tokio::test]
+async fn a_long_transcript_is_paged() {
+    let app = spawn_app().await;
+    let s = crate::helpers::scene(&app, "alice").await;
+    for n in 0..210 {
+        let r = app
+            .post_json(
+                &format!("/api/v1/sessions/{}/messages", s.session),
+                &s.host,
+                &json!({ "text": format!("line-{n}-end") }),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+    }
+    let browser = app.login("alice").await;
+    let get = |path: String| {
+        let request = app
+            .client
+            .get(format!("{}{path}", app.url))
+            .header("cookie", &browser.cookie);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let page = get(format!("/sessions/{}", s.session)).await;
+    assert!(page.contains("line-209-end") && page.contains("line-10-end"));
+    assert!(!page.contains("line-9-end"), "more than one page shown");
+    let earlier = page
+        .split("id=\"earlier\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a link to earlier entries")
+        .to_owned();
+    let page = get(earlier).await;
+    assert!(page.contains("line-0-end") && page.contains("line-9-end"));
+    assert!(!page.contains("line-10-end"));
+}
