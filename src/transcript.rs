@@ -50,7 +50,7 @@ pub async fn list_messages(
     session: &SessionId,
 ) -> sqlx::Result<Vec<Message>> {
     sqlx::query_as(
-        "SELECT id, kind, role, body, widget_id, created_at FROM messages WHERE session_id = ? ORDER BY id",
+        "SELECT id, kind, role, body, widget_id, created_at FROM messages WHERE session_id = $1 ORDER BY id",
     )
     .bind(session)
     .fetch_all(conn)
@@ -70,7 +70,7 @@ async fn check_room(
     adding: usize,
 ) -> AppResult<()> {
     let (lines, bytes): (i64, i64) = sqlx::query_as(
-        "SELECT count(*), coalesce(sum(length(CAST(body AS BLOB))), 0) FROM messages WHERE session_id = ?",
+        "SELECT count(*), coalesce(sum(length(CAST(body AS BLOB))), 0) FROM messages WHERE session_id = $1",
     )
     .bind(session)
     .fetch_one(&mut *tx)
@@ -109,7 +109,7 @@ pub async fn add_message(
     crate::widgets::live(crate::sessions::get_session(&mut tx, session).await?)?;
     check_room(&mut tx, session, text.len()).await?;
     let message_id: i64 = sqlx::query_scalar(
-        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES (?, 'text', ?, ?, ?) RETURNING id",
+        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES ($1, 'text', $2, $3, $4) RETURNING id",
     )
     .bind(session)
     .bind(role)

@@ -149,7 +149,7 @@ pub async fn append(
     row.prev_hash = prev_hash;
     sqlx::query(
         "INSERT INTO audit_log (id, at, actor, action, session_id, widget_id, names, scope, client_addr, detail, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(row.id)
     .bind(row.at)
@@ -175,7 +175,7 @@ pub async fn list(
     session: Option<&str>,
 ) -> sqlx::Result<Vec<AuditRow>> {
     sqlx::query_as(
-        "SELECT * FROM audit_log WHERE at >= coalesce(?, 0) AND (? IS NULL OR session_id = ?) ORDER BY id",
+        "SELECT * FROM audit_log WHERE at >= coalesce($1, 0) AND ($2 IS NULL OR session_id = $3) ORDER BY id",
     )
     .bind(since)
     .bind(session)

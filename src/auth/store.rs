@@ -11,7 +11,7 @@ pub(super) async fn insert_user(
     password_hash: &str,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO users (id, name, role, password_hash, disabled, created_at) VALUES (?, ?, ?, ?, 0, ?)",
+        "INSERT INTO users (id, name, role, password_hash, disabled, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
     )
     .bind(&user.id)
     .bind(&user.name)
@@ -28,7 +28,7 @@ pub(super) async fn set_password_hash(
     id: &UserId,
     password_hash: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
+    sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
         .bind(password_hash)
         .bind(id)
         .execute(&mut *conn)
@@ -36,7 +36,7 @@ pub(super) async fn set_password_hash(
     // A new password ends every browser session of the user: whoever knew
     // the old one (or holds a cookie got with it) is out. The session
     // record keeps the user id under `user_id` (see `src/web/auth.rs`).
-    sqlx::query("DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = ?")
+    sqlx::query("DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = $1")
         .bind(id)
         .execute(conn)
         .await?;
@@ -49,7 +49,7 @@ pub(super) async fn find_user_by_name(
     conn: &mut SqliteConnection,
     name: &str,
 ) -> sqlx::Result<Option<User>> {
-    sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = ?"))
+    sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await
@@ -76,7 +76,7 @@ pub(super) async fn insert_api_token(
     now: i64,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO api_tokens (id, user_id, token_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO api_tokens (id, user_id, token_hash, scopes, created_at) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(id)
     .bind(user)
@@ -95,7 +95,7 @@ pub(super) async fn revoke_api_token(
     now: i64,
 ) -> sqlx::Result<bool> {
     let done =
-        sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(now)
             .bind(id)
             .execute(conn)
@@ -117,7 +117,7 @@ pub(super) async fn find_live_api_token(
 ) -> sqlx::Result<Option<TokenOwner>> {
     sqlx::query_as(
         "SELECT u.id AS user_id, u.role, t.scopes FROM api_tokens t JOIN users u ON u.id = t.user_id
-         WHERE t.token_hash = ? AND t.revoked_at IS NULL AND u.disabled = 0",
+         WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.disabled = 0",
     )
     .bind(hash)
     .fetch_optional(conn)
@@ -147,7 +147,7 @@ pub(super) async fn find_user_by_id(
     conn: &mut SqliteConnection,
     id: &UserId,
 ) -> sqlx::Result<Option<User>> {
-    sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?"))
+    sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
         .bind(id)
         .fetch_optional(conn)
         .await
@@ -157,7 +157,7 @@ pub(super) async fn password_hash(
     conn: &mut SqliteConnection,
     id: &UserId,
 ) -> sqlx::Result<String> {
-    sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?")
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
         .bind(id)
         .fetch_one(conn)
         .await
@@ -168,7 +168,7 @@ pub(super) async fn set_disabled(
     id: &UserId,
     disabled: bool,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET disabled = ? WHERE id = ?")
+    sqlx::query("UPDATE users SET disabled = $1 WHERE id = $2")
         .bind(disabled)
         .bind(id)
         .execute(conn)
@@ -181,7 +181,7 @@ pub(super) async fn set_role(
     id: &UserId,
     role: Role,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET role = ? WHERE id = ?")
+    sqlx::query("UPDATE users SET role = $1 WHERE id = $2")
         .bind(role)
         .bind(id)
         .execute(conn)

@@ -22,7 +22,7 @@ pub(super) async fn list_newer(
     than: i64,
 ) -> sqlx::Result<Vec<WrappedKey>> {
     sqlx::query_as(
-        "SELECT key_id, nonce, wrapped_key, created_at FROM keyring WHERE key_id > ? ORDER BY key_id",
+        "SELECT key_id, nonce, wrapped_key, created_at FROM keyring WHERE key_id > $1 ORDER BY key_id",
     )
     .bind(than)
     .fetch_all(conn)
@@ -36,18 +36,20 @@ pub(super) async fn newest_id(conn: &mut SqliteConnection) -> sqlx::Result<Optio
 }
 
 pub(super) async fn insert(conn: &mut SqliteConnection, key: &WrappedKey) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO keyring (key_id, nonce, wrapped_key, created_at) VALUES (?, ?, ?, ?)")
-        .bind(key.key_id)
-        .bind(&key.nonce)
-        .bind(&key.wrapped_key)
-        .bind(key.created_at)
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "INSERT INTO keyring (key_id, nonce, wrapped_key, created_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(key.key_id)
+    .bind(&key.nonce)
+    .bind(&key.wrapped_key)
+    .bind(key.created_at)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
 pub(super) async fn update(conn: &mut SqliteConnection, key: &WrappedKey) -> sqlx::Result<()> {
-    sqlx::query("UPDATE keyring SET nonce = ?, wrapped_key = ? WHERE key_id = ?")
+    sqlx::query("UPDATE keyring SET nonce = $1, wrapped_key = $2 WHERE key_id = $3")
         .bind(&key.nonce)
         .bind(&key.wrapped_key)
         .bind(key.key_id)

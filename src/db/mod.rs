@@ -93,7 +93,7 @@ impl Db {
     /// Whether the schema exists yet (false on a brand-new file).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
         let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+            sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1")
                 .bind(table)
                 .fetch_optional(&self.read)
                 .await?;

@@ -70,8 +70,8 @@ impl Watcher {
 /// by a password change) and the person is not disabled.
 async fn browser_session_live(state: &AppState, user: &UserId, session: &[u8]) -> bool {
     let found: Result<Option<i64>, _> = sqlx::query_scalar(
-        "SELECT 1 FROM web_sessions w JOIN users u ON u.id = ? \
-         WHERE w.id_hash = ? AND w.expires_at > ? AND u.disabled = 0",
+        "SELECT 1 FROM web_sessions w JOIN users u ON u.id = $1 \
+         WHERE w.id_hash = $2 AND w.expires_at > $3 AND u.disabled = 0",
     )
     .bind(user)
     .bind(session)

@@ -35,7 +35,7 @@ pub async fn record(
     payload: &Value,
 ) -> sqlx::Result<i64> {
     let id = sqlx::query_scalar(
-        "INSERT INTO events (session_id, kind, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+        "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
     )
     .bind(session)
     .bind(kind)
@@ -63,7 +63,7 @@ pub async fn since(
          FROM events e
          LEFT JOIN messages m
            ON e.kind = 'message:created' AND m.id = json_extract(e.payload, '$.message_id')
-         WHERE e.session_id = ? AND e.id > ? ORDER BY e.id LIMIT ?",
+         WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3",
     )
     .bind(session)
     .bind(after)

@@ -157,7 +157,7 @@ pub async fn queue(
     text: &str,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO prompts (session_id, widget_id, text, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO prompts (session_id, widget_id, text, created_at) VALUES ($1, $2, $3, $4)",
     )
     .bind(session)
     .bind(widget)
@@ -175,7 +175,7 @@ pub async fn undelivered(
 ) -> sqlx::Result<Vec<Prompt>> {
     sqlx::query_as(
         "SELECT id AS prompt_id, widget_id, text, created_at FROM prompts
-         WHERE session_id = ? AND acked_at IS NULL ORDER BY id",
+         WHERE session_id = $1 AND acked_at IS NULL ORDER BY id",
     )
     .bind(session)
     .fetch_all(conn)
@@ -189,7 +189,7 @@ pub async fn ack(
     prompt_id: i64,
 ) -> sqlx::Result<bool> {
     let done = sqlx::query(
-        "UPDATE prompts SET acked_at = coalesce(acked_at, ?) WHERE id = ? AND session_id = ?",
+        "UPDATE prompts SET acked_at = coalesce(acked_at, $1) WHERE id = $2 AND session_id = $3",
     )
     .bind(clock::now_ms())
     .bind(prompt_id)
@@ -205,7 +205,7 @@ pub async fn ack_widget(
     session: &SessionId,
     widget: &WidgetId,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE prompts SET acked_at = coalesce(acked_at, ?) WHERE session_id = ? AND widget_id = ?")
+    sqlx::query("UPDATE prompts SET acked_at = coalesce(acked_at, $1) WHERE session_id = $2 AND widget_id = $3")
         .bind(clock::now_ms())
         .bind(session)
         .bind(widget)

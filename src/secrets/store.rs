@@ -37,7 +37,7 @@ pub(super) async fn delete(
     name: &str,
 ) -> sqlx::Result<bool> {
     let done =
-        sqlx::query("DELETE FROM env_vars WHERE owner_id = ? AND session_id IS ? AND name = ?")
+        sqlx::query("DELETE FROM env_vars WHERE owner_id = $1 AND session_id IS NOT DISTINCT FROM $2 AND name = $3")
             .bind(owner)
             .bind(session)
             .bind(name)
@@ -49,7 +49,7 @@ pub(super) async fn delete(
 pub(super) async fn insert(conn: &mut SqliteConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO env_vars (owner_id, scope, session_id, name, key_id, nonce, ciphertext, updated_at, updated_by)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(v.owner)
     .bind(if v.session.is_some() { "session" } else { "global" })
@@ -73,7 +73,7 @@ pub(super) async fn effective_rows(
 ) -> sqlx::Result<Vec<StoredValue>> {
     sqlx::query_as(&format!(
         "SELECT {STORED_COLUMNS} FROM env_vars
-         WHERE owner_id = ? AND (session_id IS NULL OR session_id = ?)
+         WHERE owner_id = $1 AND (session_id IS NULL OR session_id = $2)
          ORDER BY session_id IS NOT NULL, name"
     ))
     .bind(owner)
@@ -88,7 +88,7 @@ pub(super) async fn rows_of_owner(
     owner: &UserId,
 ) -> sqlx::Result<Vec<StoredValue>> {
     sqlx::query_as(&format!(
-        "SELECT {STORED_COLUMNS} FROM env_vars WHERE owner_id = ? ORDER BY id"
+        "SELECT {STORED_COLUMNS} FROM env_vars WHERE owner_id = $1 ORDER BY id"
     ))
     .bind(owner)
     .fetch_all(conn)
@@ -102,7 +102,7 @@ pub(super) async fn rows_not_on_key(
     limit: i64,
 ) -> sqlx::Result<Vec<StoredValue>> {
     sqlx::query_as(&format!(
-        "SELECT {STORED_COLUMNS} FROM env_vars WHERE key_id <> ? ORDER BY id LIMIT ?"
+        "SELECT {STORED_COLUMNS} FROM env_vars WHERE key_id <> $1 ORDER BY id LIMIT $2"
     ))
     .bind(key_id)
     .bind(limit)
@@ -114,7 +114,7 @@ pub(super) async fn count_not_on_key(
     conn: &mut SqliteConnection,
     key_id: i64,
 ) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE key_id <> ?")
+    sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE key_id <> $1")
         .bind(key_id)
         .fetch_one(conn)
         .await
@@ -127,7 +127,7 @@ pub(super) async fn replace_ciphertext(
     nonce: &[u8],
     ciphertext: &[u8],
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE env_vars SET key_id = ?, nonce = ?, ciphertext = ? WHERE id = ?")
+    sqlx::query("UPDATE env_vars SET key_id = $1, nonce = $2, ciphertext = $3 WHERE id = $4")
         .bind(key_id)
         .bind(nonce)
         .bind(ciphertext)
@@ -154,7 +154,7 @@ pub(super) async fn list_info(
     sqlx::query_as(
         "SELECT e.name, e.session_id, e.updated_at, u.name AS updated_by, e.key_id
          FROM env_vars e JOIN users u ON u.id = e.updated_by
-         WHERE e.owner_id = ? ORDER BY e.name, e.session_id IS NOT NULL, e.session_id",
+         WHERE e.owner_id = $1 ORDER BY e.name, e.session_id IS NOT NULL, e.session_id",
     )
     .bind(owner)
     .fetch_all(conn)
@@ -168,7 +168,7 @@ pub(super) async fn effective_names(
     session: &SessionId,
 ) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar(
-        "SELECT DISTINCT name FROM env_vars WHERE owner_id = ? AND (session_id IS NULL OR session_id = ?)",
+        "SELECT DISTINCT name FROM env_vars WHERE owner_id = $1 AND (session_id IS NULL OR session_id = $2)",
     )
     .bind(owner)
     .bind(session)
@@ -182,7 +182,7 @@ pub(super) async fn has_global(
     name: &str,
 ) -> sqlx::Result<bool> {
     let found: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM env_vars WHERE owner_id = ? AND session_id IS NULL AND name = ?",
+        "SELECT 1 FROM env_vars WHERE owner_id = $1 AND session_id IS NULL AND name = $2",
     )
     .bind(owner)
     .bind(name)

@@ -6,7 +6,7 @@ use super::{Session, Sharing};
 use crate::ids::SessionId;
 
 pub(super) async fn insert_session(conn: &mut SqliteConnection, s: &Session) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES (?, ?, ?, ?)")
+    sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES ($1, $2, $3, $4)")
         .bind(&s.id)
         .bind(&s.creator_id)
         .bind(&s.title)
@@ -22,12 +22,14 @@ pub(super) async fn insert_agent_token(
     hash: &[u8],
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO agent_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)")
-        .bind(hash)
-        .bind(session)
-        .bind(now)
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "INSERT INTO agent_tokens (token_hash, session_id, created_at) VALUES ($1, $2, $3)",
+    )
+    .bind(hash)
+    .bind(session)
+    .bind(now)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -36,7 +38,7 @@ pub(super) async fn find_session(
     id: &SessionId,
 ) -> sqlx::Result<Option<Session>> {
     sqlx::query_as(
-        "SELECT id, creator_id, title, created_at, archived_at, others_can FROM sessions WHERE id = ?",
+        "SELECT id, creator_id, title, created_at, archived_at, others_can FROM sessions WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(conn)
@@ -50,7 +52,7 @@ pub(super) async fn find_live_agent_token(
     sqlx::query_scalar(
         "SELECT s.id FROM agent_tokens t JOIN sessions s ON s.id = t.session_id
          JOIN users u ON u.id = s.creator_id
-         WHERE t.token_hash = ? AND s.archived_at IS NULL AND u.disabled = 0",
+         WHERE t.token_hash = $1 AND s.archived_at IS NULL AND u.disabled = 0",
     )
     .bind(hash)
     .fetch_optional(conn)
@@ -64,7 +66,7 @@ pub(super) async fn mark_archived(
     now: i64,
 ) -> sqlx::Result<bool> {
     let done =
-        sqlx::query("UPDATE sessions SET archived_at = coalesce(archived_at, ?) WHERE id = ?")
+        sqlx::query("UPDATE sessions SET archived_at = coalesce(archived_at, $1) WHERE id = $2")
             .bind(now)
             .bind(id)
             .execute(conn)
@@ -88,8 +90,8 @@ pub(super) async fn overview(
         "SELECT s.id, s.creator_id, s.title, s.created_at, s.archived_at, s.others_can,
                 (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending
          FROM sessions s
-         WHERE s.creator_id = ?1 OR s.others_can <> 'none'
-            OR EXISTS (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ?1)
+         WHERE s.creator_id = $1 OR s.others_can <> 'none'
+            OR EXISTS (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = $1)
          ORDER BY s.created_at DESC",
     )
     .bind(user)
@@ -104,7 +106,7 @@ pub(super) async fn grants(
 ) -> sqlx::Result<Vec<(String, Sharing)>> {
     sqlx::query_as(
         "SELECT u.name, g.access FROM session_grants g JOIN users u ON u.id = g.user_id
-         WHERE g.session_id = ? ORDER BY u.name",
+         WHERE g.session_id = $1 ORDER BY u.name",
     )
     .bind(session)
     .fetch_all(conn)
@@ -116,7 +118,7 @@ pub(super) async fn grant_of(
     session: &SessionId,
     user: &crate::ids::UserId,
 ) -> sqlx::Result<Option<Sharing>> {
-    sqlx::query_scalar("SELECT access FROM session_grants WHERE session_id = ? AND user_id = ?")
+    sqlx::query_scalar("SELECT access FROM session_grants WHERE session_id = $1 AND user_id = $2")
         .bind(session)
         .bind(user)
         .fetch_optional(conn)
@@ -128,7 +130,7 @@ pub(super) async fn set_others_can(
     session: &SessionId,
     to: Sharing,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE sessions SET others_can = ? WHERE id = ?")
+    sqlx::query("UPDATE sessions SET others_can = $1 WHERE id = $2")
         .bind(to)
         .bind(session)
         .execute(conn)
@@ -143,14 +145,14 @@ pub(super) async fn set_grant(
     access: Sharing,
 ) -> sqlx::Result<()> {
     if access == Sharing::None {
-        sqlx::query("DELETE FROM session_grants WHERE session_id = ? AND user_id = ?")
+        sqlx::query("DELETE FROM session_grants WHERE session_id = $1 AND user_id = $2")
             .bind(session)
             .bind(user)
             .execute(conn)
             .await?;
     } else {
         sqlx::query(
-            "INSERT INTO session_grants (session_id, user_id, access) VALUES (?, ?, ?)
+            "INSERT INTO session_grants (session_id, user_id, access) VALUES ($1, $2, $3)
              ON CONFLICT (session_id, user_id) DO UPDATE SET access = excluded.access",
         )
         .bind(session)

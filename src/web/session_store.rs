@@ -23,7 +23,7 @@ impl SqliteSessionStore {
     /// Deletes expired sessions; returns how many.
     pub async fn delete_expired(&self) -> sqlx::Result<u64> {
         let now = crate::clock::now_ms();
-        let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= ?")
+        let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
             .bind(now)
             .execute(&self.db.write)
             .await?;
@@ -57,7 +57,7 @@ impl SessionStore for SqliteSessionStore {
         let mut tx = self.db.begin_write().await.map_err(backend)?;
         loop {
             let inserted = sqlx::query(
-                "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             )
             .bind(id_hash(&record.id))
             .bind(&data)
@@ -82,7 +82,7 @@ impl SessionStore for SqliteSessionStore {
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         let mut tx = self.db.begin_write().await.map_err(backend)?;
         sqlx::query(
-            "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES (?, ?, ?)
+            "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES ($1, $2, $3)
              ON CONFLICT (id_hash) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
         )
         .bind(id_hash(&record.id))
@@ -96,7 +96,7 @@ impl SessionStore for SqliteSessionStore {
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         let row: Option<(String, i64)> = sqlx::query_as(
-            "SELECT data, expires_at FROM web_sessions WHERE id_hash = ? AND expires_at > ?",
+            "SELECT data, expires_at FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
         )
         .bind(id_hash(id))
         .bind(crate::clock::now_ms())
@@ -120,7 +120,7 @@ impl SessionStore for SqliteSessionStore {
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
         let mut tx = self.db.begin_write().await.map_err(backend)?;
-        sqlx::query("DELETE FROM web_sessions WHERE id_hash = ?")
+        sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1")
             .bind(id_hash(id))
             .execute(&mut *tx)
             .await

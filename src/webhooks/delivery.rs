@@ -53,7 +53,7 @@ pub async fn run(state: AppState) {
 async fn send_due(state: &AppState, client: &reqwest::Client) -> anyhow::Result<usize> {
     let due: Vec<(i64, String, String, String, i64)> = sqlx::query_as(
         "SELECT id, msg_id, endpoint_id, payload, attempts FROM webhook_outbox \
-         WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? \
+         WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= $1 \
          ORDER BY next_attempt_at LIMIT 20",
     )
     .bind(clock::now_ms())
@@ -183,8 +183,8 @@ async fn record(state: &AppState, id: i64, attempts: i64, outcome: Outcome) -> s
     let given_up = !delivered && attempts >= MAX_ATTEMPTS;
     let mut tx = state.db.begin_write().await?;
     sqlx::query(
-        "UPDATE webhook_outbox SET attempts = ?, last_status = ?, last_error = ?, \
-         delivered_at = ?, failed_at = ?, next_attempt_at = ? WHERE id = ?",
+        "UPDATE webhook_outbox SET attempts = $1, last_status = $2, last_error = $3, \
+         delivered_at = $4, failed_at = $5, next_attempt_at = $6 WHERE id = $7",
     )
     .bind(attempts)
     .bind(status)

@@ -116,7 +116,7 @@ pub async fn create_endpoint(
     let url = check_url(url)?;
     let format = Format::parse(format)?;
     let count: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE owner_id = ?")
+        sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE owner_id = $1")
             .bind(owner)
             .fetch_one(&mut *conn)
             .await?;
@@ -133,7 +133,7 @@ pub async fn create_endpoint(
     let created_at = clock::now_ms();
     sqlx::query(
         "INSERT INTO webhook_endpoints (id, owner_id, url, format, key_id, nonce, secret, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&id)
     .bind(owner)
@@ -167,7 +167,7 @@ pub async fn list_endpoints(
     owner: &UserId,
 ) -> sqlx::Result<Vec<Endpoint>> {
     sqlx::query_as(
-        "SELECT id, url, format, created_at FROM webhook_endpoints WHERE owner_id = ? ORDER BY created_at",
+        "SELECT id, url, format, created_at FROM webhook_endpoints WHERE owner_id = $1 ORDER BY created_at",
     )
     .bind(owner)
     .fetch_all(conn)
@@ -181,7 +181,7 @@ pub async fn delete_endpoint(
     owner: &UserId,
     id: &str,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = ? AND owner_id = ?")
+    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND owner_id = $2")
         .bind(id)
         .bind(owner)
         .execute(conn)
@@ -209,7 +209,7 @@ pub async fn enqueue(
 ) -> sqlx::Result<()> {
     let targets: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT e.id, e.format, s.title FROM webhook_endpoints e \
-         JOIN sessions s ON s.creator_id = e.owner_id WHERE s.id = ?",
+         JOIN sessions s ON s.creator_id = e.owner_id WHERE s.id = $1",
     )
     .bind(notice.session)
     .fetch_all(&mut *conn)
@@ -219,7 +219,7 @@ pub async fn enqueue(
         let payload = payload(settings, notice, &title, now);
         sqlx::query(
             "INSERT INTO webhook_outbox (msg_id, endpoint_id, event, payload, created_at, next_attempt_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(format!("msg_{}", uuid::Uuid::new_v4().simple()))
         .bind(&endpoint)
@@ -279,7 +279,7 @@ pub async fn deliveries(
         "SELECT o.msg_id, o.endpoint_id, e.url, o.event, o.created_at, o.attempts, o.delivered_at, \
          o.failed_at, o.next_attempt_at, o.last_status, o.last_error \
          FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id \
-         WHERE e.owner_id = ? ORDER BY o.id DESC LIMIT ?",
+         WHERE e.owner_id = $1 ORDER BY o.id DESC LIMIT $2",
     )
     .bind(owner)
     .bind(limit)
@@ -294,7 +294,7 @@ async fn signing_key(
     endpoint: &str,
 ) -> AppResult<(SecretBytes, String, String)> {
     let row: (UserId, String, String, i64, Vec<u8>, Vec<u8>) = sqlx::query_as(
-        "SELECT owner_id, url, format, key_id, nonce, secret FROM webhook_endpoints WHERE id = ?",
+        "SELECT owner_id, url, format, key_id, nonce, secret FROM webhook_endpoints WHERE id = $1",
     )
     .bind(endpoint)
     .fetch_one(&mut *conn)

@@ -334,8 +334,8 @@ pub async fn matching_rule(
     params: &ApprovalParams,
 ) -> sqlx::Result<Option<MatchedRule>> {
     let exact = sqlx::query_scalar(
-        "SELECT id FROM approval_rules WHERE owner_id = ? AND tool = ? AND match_kind = 'exact' \
-         AND input = ? AND revoked_at IS NULL",
+        "SELECT id FROM approval_rules WHERE owner_id = $1 AND tool = $2 AND match_kind = 'exact' \
+         AND input = $3 AND revoked_at IS NULL",
     )
     .bind(owner)
     .bind(&params.tool)
@@ -349,7 +349,7 @@ pub async fn matching_rule(
         return Ok(None);
     };
     let patterns: Vec<(String, String)> = sqlx::query_as(
-        "SELECT id, input FROM approval_rules WHERE owner_id = ? AND tool = ? \
+        "SELECT id, input FROM approval_rules WHERE owner_id = $1 AND tool = $2 \
          AND match_kind = 'pattern' AND revoked_at IS NULL ORDER BY created_at",
     )
     .bind(owner)
@@ -379,8 +379,8 @@ pub async fn keep_rule(
         None => ("exact", params.canonical_input()),
     };
     let existing = sqlx::query_scalar(
-        "SELECT id FROM approval_rules WHERE owner_id = ? AND tool = ? AND match_kind = ? \
-         AND input = ? AND revoked_at IS NULL",
+        "SELECT id FROM approval_rules WHERE owner_id = $1 AND tool = $2 AND match_kind = $3 \
+         AND input = $4 AND revoked_at IS NULL",
     )
     .bind(owner)
     .bind(&params.tool)
@@ -394,7 +394,7 @@ pub async fn keep_rule(
     let id = uuid::Uuid::new_v4().to_string();
     sqlx::query(
         "INSERT INTO approval_rules (id, owner_id, tool, match_kind, input, created_at, created_by) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&id)
     .bind(owner)
@@ -415,7 +415,7 @@ pub async fn list_rules(
 ) -> AppResult<Vec<ApprovalRule>> {
     Ok(sqlx::query_as(
         "SELECT r.id, r.tool, r.match_kind, r.input, r.created_at, u.name AS created_by FROM approval_rules r
-         JOIN users u ON u.id = r.created_by WHERE r.owner_id = ? AND r.revoked_at IS NULL ORDER BY r.created_at DESC",
+         JOIN users u ON u.id = r.created_by WHERE r.owner_id = $1 AND r.revoked_at IS NULL ORDER BY r.created_at DESC",
     )
     .bind(owner)
     .fetch_all(conn)
@@ -429,7 +429,7 @@ pub async fn revoke_rule(
     id: &str,
 ) -> AppResult<String> {
     let tool: Option<String> = sqlx::query_scalar(
-        "UPDATE approval_rules SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL RETURNING tool",
+        "UPDATE approval_rules SET revoked_at = $1 WHERE id = $2 AND owner_id = $3 AND revoked_at IS NULL RETURNING tool",
     )
     .bind(clock::now_ms())
     .bind(id)

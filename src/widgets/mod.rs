@@ -213,7 +213,7 @@ pub const MAX_PENDING_PER_SESSION: i64 = 50;
 /// waiting that a person can be asked to face.
 async fn check_pending_cap(tx: &mut SqliteConnection, session: &SessionId) -> AppResult<()> {
     let pending: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM widgets WHERE session_id = ? AND status = 'pending'",
+        "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'",
     )
     .bind(session)
     .fetch_one(&mut *tx)

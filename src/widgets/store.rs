@@ -26,7 +26,7 @@ const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at,
 /// Inserts a widget and its transcript message.
 pub(super) async fn insert(conn: &mut SqliteConnection, w: &WidgetRow) -> sqlx::Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO widgets ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
     ))
     .bind(&w.id)
     .bind(&w.session_id)
@@ -41,7 +41,7 @@ pub(super) async fn insert(conn: &mut SqliteConnection, w: &WidgetRow) -> sqlx::
     .execute(&mut *conn)
     .await?;
     sqlx::query(
-        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES (?, 'widget', 'agent', ?, ?)",
+        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES ($1, 'widget', 'agent', $2, $3)",
     )
     .bind(&w.session_id)
     .bind(&w.id)
@@ -55,7 +55,7 @@ pub(super) async fn find(
     conn: &mut SqliteConnection,
     id: &WidgetId,
 ) -> sqlx::Result<Option<WidgetRow>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM widgets WHERE id = ?"))
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM widgets WHERE id = $1"))
         .bind(id)
         .fetch_optional(conn)
         .await
@@ -71,8 +71,8 @@ pub(super) async fn resolve(
     now: i64,
 ) -> sqlx::Result<bool> {
     let done = sqlx::query(
-        "UPDATE widgets SET status = ?, result = ?, resolved_at = ?, resolved_by = ?
-         WHERE id = ? AND status = 'pending'",
+        "UPDATE widgets SET status = $1, result = $2, resolved_at = $3, resolved_by = $4
+         WHERE id = $5 AND status = 'pending'",
     )
     .bind(to)
     .bind(result.to_string())
@@ -91,7 +91,7 @@ pub(super) async fn due(
     limit: i64,
 ) -> sqlx::Result<Vec<WidgetRow>> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM widgets WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
+        "SELECT {COLUMNS} FROM widgets WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
     ))
     .bind(now)
     .bind(limit)
@@ -104,7 +104,7 @@ pub(super) async fn pending_of_session(
     session: &SessionId,
 ) -> sqlx::Result<Vec<WidgetRow>> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM widgets WHERE session_id = ? AND status = 'pending'"
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = $1 AND status = 'pending'"
     ))
     .bind(session)
     .fetch_all(conn)
@@ -113,7 +113,7 @@ pub(super) async fn pending_of_session(
 
 /// Display name of a user, for result metadata.
 pub(super) async fn user_name(conn: &mut SqliteConnection, id: &UserId) -> sqlx::Result<String> {
-    sqlx::query_scalar("SELECT name FROM users WHERE id = ?")
+    sqlx::query_scalar("SELECT name FROM users WHERE id = $1")
         .bind(id)
         .fetch_one(conn)
         .await
@@ -124,7 +124,7 @@ pub(super) async fn of_session(
     session: &SessionId,
 ) -> sqlx::Result<Vec<WidgetRow>> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM widgets WHERE session_id = ? ORDER BY created_at"
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = $1 ORDER BY created_at"
     ))
     .bind(session)
     .fetch_all(conn)
