@@ -6,7 +6,7 @@
 //! A caller who may not even see the session is told it does not exist
 //! (404); one who may see it but not do this is refused (403).
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::AppState;
 use crate::auth::Principal;
@@ -83,7 +83,7 @@ impl From<Sharing> for Access {
 
 /// A person's access: owner, or the higher of `others_can` and their grant.
 pub async fn person_access(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &Session,
     user: &UserId,
 ) -> AppResult<Access> {
@@ -118,7 +118,7 @@ fn person_needs(need: Need) -> Option<Access> {
 
 /// Checks `need` for `caller` on `session`, inside any connection.
 pub async fn check(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     caller: Caller<'_>,
     session: &Session,
     need: Need,

@@ -1,5 +1,5 @@
-//! The command line: every command takes `--data-dir` / `WIDGETD_DATA_DIR`,
-//! every listing `--json`.
+//! The command line: every command takes `--data-dir` / `WIDGETD_DATA_DIR`
+//! (and `--database-url` / `WIDGETD_DATABASE_URL`), every listing `--json`.
 
 mod commands;
 
@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::auth::Role;
+use crate::db::DatabaseUrl;
 
 pub use commands::run;
 
@@ -32,6 +33,10 @@ fn default_data_dir() -> PathBuf {
     }
 }
 
+fn parse_database_url(text: &str) -> Result<DatabaseUrl, String> {
+    DatabaseUrl::parse(text).map_err(|e| e.to_string())
+}
+
 /// Lets AI agents ask people for input through inline widgets, and keeps
 /// the secrets people type out of the model.
 #[derive(Debug, Parser)]
@@ -48,6 +53,12 @@ pub struct Cli {
         global = true
     )]
     pub data_dir: PathBuf,
+    /// The database: `sqlite://PATH` or `postgres://USER@HOST/DB` (several
+    /// daemons on one PostgreSQL database). Default: the SQLite file
+    /// `widgetd.db` in the data dir. The master key stays outside the
+    /// database either way: the data dir's key file or `WIDGETD_MASTER_KEY`.
+    #[arg(long, env = "WIDGETD_DATABASE_URL", global = true, value_parser = parse_database_url)]
+    pub database_url: Option<DatabaseUrl>,
     /// With no command, widgetd serves.
     #[command(subcommand)]
     pub command: Option<Command>,

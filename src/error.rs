@@ -71,35 +71,13 @@ impl AppError {
             Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
             Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Self::Database(e) if storage_unavailable(e) => {
+            Self::Database(e) if crate::db::storage_unavailable(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
             Self::Crypto(_) | Self::Database(_) | Self::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         }
-    }
-}
-
-/// Whether the database could not be written for want of room or
-/// permission (SQLite's FULL, READONLY or IOERR, or the same from the OS):
-/// the request changed nothing and can be retried once that is fixed.
-fn storage_unavailable(err: &sqlx::Error) -> bool {
-    const SQLITE_READONLY: i64 = 8;
-    const SQLITE_IOERR: i64 = 10;
-    const SQLITE_FULL: i64 = 13;
-    match err {
-        sqlx::Error::Database(db) => db
-            .code()
-            .and_then(|code| code.parse::<i64>().ok())
-            .is_some_and(|code| {
-                [SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL].contains(&(code & 0xff))
-            }),
-        sqlx::Error::Io(io) => matches!(
-            io.kind(),
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
-        ),
-        _ => false,
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::crypto::{Keyring, MASTER_KEY_FILE, MasterKey, MasterKeySource};
-use crate::db::{DB_FILE, Db};
+use crate::db::{DB_FILE, DatabaseUrl, Db};
 
 /// Name of the environment variable that may carry the master key.
 pub const MASTER_KEY_ENV: &str = "WIDGETD_MASTER_KEY";
@@ -97,14 +97,43 @@ async fn check_master_key(
     Ok(candidate)
 }
 
-/// Opens (creating on first use) the data dir. A wrong or malformed master
-/// key fails before the database is written to.
+/// Opens (creating on first use) the data dir and its SQLite database.
+/// A wrong or malformed master key fails before the database is written to.
 pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
+    open(dir, None).await
+}
+
+/// Opens the data dir (which holds the master key file, if the key does
+/// not come from the environment) and the database: `database`, else the
+/// data dir's SQLite file. A wrong or malformed master key fails before the
+/// database is written to.
+pub async fn open(dir: &Path, database: Option<&DatabaseUrl>) -> anyhow::Result<DataDir> {
     create_dir_private(dir)?;
-    let db_path = dir.join(DB_FILE);
-    let db_exists = db_path.exists();
-    let (master, master_source) = load_master_key(dir, db_exists)?;
-    let db = Db::open(&db_path).await?;
+    let url = database
+        .cloned()
+        .unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
+    // On SQLite the key comes first: a key file that cannot be written must
+    // not leave an empty database behind that later starts would take for
+    // one whose key is lost. PostgreSQL must be asked whether it holds data.
+    let (db, db_exists, loaded) = match &url {
+        DatabaseUrl::Sqlite(path) => {
+            let exists = path.exists();
+            let loaded = load_master_key(dir, exists)?;
+            (Db::open(path).await?, exists, loaded)
+        }
+        DatabaseUrl::Postgres(_) => {
+            let db = Db::connect(&url).await?;
+            let exists = db.has_table("keyring").await?;
+            match load_master_key(dir, exists) {
+                Ok(loaded) => (db, exists, loaded),
+                Err(err) => {
+                    db.close().await;
+                    return Err(err);
+                }
+            }
+        }
+    };
+    let (master, master_source) = loaded;
     let master = match check_master_key(&db, db_exists, master, &master_source).await {
         Ok(master) => master,
         Err(err) => {
@@ -113,17 +142,7 @@ pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
         }
     };
     db.migrate().await?;
-    let keyring = {
-        let mut conn = db.write.acquire().await?;
-        let keyring = Keyring::load(&mut conn, &master, &master_source).await?;
-        if keyring.is_empty() {
-            keyring
-                .rotate(&mut conn)
-                .await
-                .context("cannot create the first data key")?;
-        }
-        keyring
-    };
+    let keyring = first_data_key(&db, &master, &master_source).await?;
     Ok(DataDir {
         path: dir.to_owned(),
         db,
@@ -132,4 +151,24 @@ pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
         master_source,
         created: !db_exists,
     })
+}
+
+/// Loads the keyring, creating data key 1 in an empty one. A write
+/// transaction, so that two daemons starting together on one PostgreSQL
+/// database cannot both create it.
+async fn first_data_key(
+    db: &Db,
+    master: &MasterKey,
+    source: &MasterKeySource,
+) -> anyhow::Result<Keyring> {
+    let mut tx = db.begin_write().await?;
+    let keyring = Keyring::load(&mut tx, master, source).await?;
+    if keyring.is_empty() {
+        keyring
+            .rotate(&mut tx)
+            .await
+            .context("cannot create the first data key")?;
+    }
+    tx.commit().await?;
+    Ok(keyring)
 }

@@ -7,7 +7,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::access::{self, Need};
 use crate::api::ApiJson;
@@ -23,15 +23,16 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Who a transcript line is from.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, sqlx::Type)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[sqlx(rename_all = "lowercase")]
 pub enum Role {
     #[default]
     Agent,
     User,
     System,
 }
+
+crate::db::text_enum!(Role { Agent => "agent", User => "user", System => "system" });
 
 /// One entry of the transcript: text, or a widget.
 #[derive(Debug, Serialize, sqlx::FromRow)]
@@ -46,7 +47,7 @@ pub struct Message {
 
 /// The session's transcript, oldest first.
 pub async fn list_messages(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<Message>> {
     sqlx::query_as(
@@ -64,13 +65,10 @@ pub const MAX_TEXT_BYTES_PER_SESSION: i64 = 16 * 1024 * 1024;
 
 /// `409 transcript_full` when a line would take the session past its caps:
 /// an agent in a loop must not fill the disk or drown the page.
-async fn check_room(
-    tx: &mut SqliteConnection,
-    session: &SessionId,
-    adding: usize,
-) -> AppResult<()> {
+async fn check_room(tx: &mut AnyConnection, session: &SessionId, adding: usize) -> AppResult<()> {
     let (lines, bytes): (i64, i64) = sqlx::query_as(
-        "SELECT count(*), coalesce(sum(length(CAST(body AS BLOB))), 0) FROM messages WHERE session_id = $1",
+        "SELECT count(*), CAST(coalesce(sum(octet_length(body)), 0) AS BIGINT) \
+         FROM messages WHERE session_id = $1",
     )
     .bind(session)
     .fetch_one(&mut *tx)

@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::crypto::aad;
@@ -121,7 +121,7 @@ impl AuditRow {
 
 /// Appends `entry` inside the caller's transaction, chained to the last row.
 pub async fn append(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     actor: &Actor,
     client: &ClientAddr,
     entry: Entry<'_>,
@@ -170,7 +170,7 @@ pub async fn append(
 
 /// Rows in order, optionally only those at or after `since` (ms) or of one session.
 pub async fn list(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     since: Option<i64>,
     session: Option<&str>,
 ) -> sqlx::Result<Vec<AuditRow>> {
@@ -206,7 +206,7 @@ pub struct Verified {
 }
 
 /// Checks the whole chain.
-pub async fn verify(conn: &mut SqliteConnection) -> anyhow::Result<Result<Verified, ChainBroken>> {
+pub async fn verify(conn: &mut AnyConnection) -> anyhow::Result<Result<Verified, ChainBroken>> {
     let rows = list(conn, None, None).await?;
     let mut prev = vec![0u8; 32];
     for (i, row) in rows.iter().enumerate() {

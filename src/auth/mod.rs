@@ -8,7 +8,7 @@ pub mod tokens;
 
 use secrecy::SecretString;
 use serde::Serialize;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 pub use principal::Principal;
 pub use store::TokenRow;
@@ -19,13 +19,14 @@ use crate::error::{AppError, AppResult};
 use crate::ids::{TokenId, UserId};
 
 /// What a user may administer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::Type, clap::ValueEnum)]
-#[sqlx(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Admin,
     Member,
 }
+
+crate::db::text_enum!(Role { Admin => "admin", Member => "member" });
 
 /// A user account as the rest of the system sees it (no password hash).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -33,6 +34,7 @@ pub struct User {
     pub id: UserId,
     pub name: String,
     pub role: Role,
+    #[sqlx(try_from = "crate::db::Flag")]
     pub disabled: bool,
     pub created_at: i64,
 }
@@ -58,7 +60,7 @@ pub fn parse_user_name(name: &str) -> AppResult<&str> {
 
 /// Creates a user. The name must be free and the password pass the policy.
 pub async fn create_user(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     role: Role,
     password: SecretString,
@@ -86,7 +88,7 @@ pub async fn create_user(
 /// Sets a user's password (policy-checked) and ends all their browser
 /// sessions.
 pub async fn set_password(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     password: SecretString,
 ) -> AppResult<()> {
@@ -102,24 +104,24 @@ async fn hash_off_thread(password: SecretString) -> AppResult<String> {
 }
 
 /// The user named `name`, or a 404 naming the problem.
-pub async fn find_user(conn: &mut SqliteConnection, name: &str) -> AppResult<User> {
+pub async fn find_user(conn: &mut AnyConnection, name: &str) -> AppResult<User> {
     store::find_user_by_name(conn, name)
         .await?
         .ok_or(AppError::NotFound("user"))
 }
 
 /// The user named `name`, if any.
-pub async fn find_user_by_name(conn: &mut SqliteConnection, name: &str) -> AppResult<Option<User>> {
+pub async fn find_user_by_name(conn: &mut AnyConnection, name: &str) -> AppResult<Option<User>> {
     Ok(store::find_user_by_name(conn, name).await?)
 }
 
-pub async fn find_user_by_id(conn: &mut SqliteConnection, id: &UserId) -> AppResult<Option<User>> {
+pub async fn find_user_by_id(conn: &mut AnyConnection, id: &UserId) -> AppResult<Option<User>> {
     Ok(store::find_user_by_id(conn, id).await?)
 }
 
 /// The user named `name` with the PHC string of their password, for login.
 pub async fn find_user_with_hash(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
 ) -> AppResult<Option<(User, String)>> {
     let Some(user) = store::find_user_by_name(conn, name).await? else {
@@ -129,18 +131,18 @@ pub async fn find_user_with_hash(
     Ok(Some((user, hash)))
 }
 
-pub async fn list_users(conn: &mut SqliteConnection) -> AppResult<Vec<User>> {
+pub async fn list_users(conn: &mut AnyConnection) -> AppResult<Vec<User>> {
     Ok(store::list_users(conn).await?)
 }
 
-pub async fn count_users(conn: &mut SqliteConnection) -> AppResult<i64> {
+pub async fn count_users(conn: &mut AnyConnection) -> AppResult<i64> {
     Ok(store::count_users(conn).await?)
 }
 
 /// Mints an API token for `user`. The token is returned once and only its
 /// hash is kept.
 pub async fn create_api_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user: &UserId,
     scopes: &TokenScopes,
 ) -> AppResult<(TokenId, SecretString)> {
@@ -159,7 +161,7 @@ pub async fn create_api_token(
 }
 
 /// Revokes the token with this id (as printed by `token create`/`token list`).
-pub async fn revoke_api_token(conn: &mut SqliteConnection, id: &TokenId) -> AppResult<()> {
+pub async fn revoke_api_token(conn: &mut AnyConnection, id: &TokenId) -> AppResult<()> {
     if store::revoke_api_token(conn, id, clock::now_ms()).await? {
         Ok(())
     } else {
@@ -167,18 +169,14 @@ pub async fn revoke_api_token(conn: &mut SqliteConnection, id: &TokenId) -> AppR
     }
 }
 
-pub async fn list_api_tokens(conn: &mut SqliteConnection) -> AppResult<Vec<TokenRow>> {
+pub async fn list_api_tokens(conn: &mut AnyConnection) -> AppResult<Vec<TokenRow>> {
     Ok(store::list_api_tokens(conn).await?)
 }
 
 /// Enables or disables a user. A disabled user's browser sessions, API
 /// tokens and sessions' agent tokens stop working at once. The last active
 /// admin cannot be disabled.
-pub async fn set_disabled(
-    conn: &mut SqliteConnection,
-    name: &str,
-    disabled: bool,
-) -> AppResult<User> {
+pub async fn set_disabled(conn: &mut AnyConnection, name: &str, disabled: bool) -> AppResult<User> {
     let user = find_user(conn, name).await?;
     if disabled
         && user.role == Role::Admin
@@ -192,7 +190,7 @@ pub async fn set_disabled(
 }
 
 /// Changes a user's role; the last active admin keeps theirs.
-pub async fn set_role(conn: &mut SqliteConnection, name: &str, role: Role) -> AppResult<User> {
+pub async fn set_role(conn: &mut AnyConnection, name: &str, role: Role) -> AppResult<User> {
     let user = find_user(conn, name).await?;
     if role == Role::Member
         && user.role == Role::Admin

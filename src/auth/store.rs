@@ -1,12 +1,13 @@
 //! SQL of users and API tokens.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{Role, User};
+use crate::db::Dialect;
 use crate::ids::{TokenId, UserId};
 
 pub(super) async fn insert_user(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user: &User,
     password_hash: &str,
 ) -> sqlx::Result<()> {
@@ -24,7 +25,7 @@ pub(super) async fn insert_user(
 }
 
 pub(super) async fn set_password_hash(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &UserId,
     password_hash: &str,
 ) -> sqlx::Result<()> {
@@ -36,17 +37,20 @@ pub(super) async fn set_password_hash(
     // A new password ends every browser session of the user: whoever knew
     // the old one (or holds a cookie got with it) is out. The session
     // record keeps the user id under `user_id` (see `src/web/auth.rs`).
-    sqlx::query("DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = $1")
-        .bind(id)
-        .execute(conn)
-        .await?;
+    let sql = match Dialect::of(conn) {
+        Dialect::Sqlite => "DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = $1",
+        Dialect::Postgres => {
+            "DELETE FROM web_sessions WHERE CAST(data AS jsonb) ->> 'user_id' = $1"
+        }
+    };
+    sqlx::query(sql).bind(id).execute(conn).await?;
     Ok(())
 }
 
 const USER_COLUMNS: &str = "id, name, role, disabled, created_at";
 
 pub(super) async fn find_user_by_name(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
 ) -> sqlx::Result<Option<User>> {
     sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1"))
@@ -55,20 +59,20 @@ pub(super) async fn find_user_by_name(
         .await
 }
 
-pub(super) async fn list_users(conn: &mut SqliteConnection) -> sqlx::Result<Vec<User>> {
+pub(super) async fn list_users(conn: &mut AnyConnection) -> sqlx::Result<Vec<User>> {
     sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users ORDER BY name"))
         .fetch_all(conn)
         .await
 }
 
-pub(super) async fn count_users(conn: &mut SqliteConnection) -> sqlx::Result<i64> {
+pub(super) async fn count_users(conn: &mut AnyConnection) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM users")
         .fetch_one(conn)
         .await
 }
 
 pub(super) async fn insert_api_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &TokenId,
     user: &UserId,
     hash: &[u8],
@@ -90,7 +94,7 @@ pub(super) async fn insert_api_token(
 
 /// Marks a live token revoked; false if none was live under that id.
 pub(super) async fn revoke_api_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &TokenId,
     now: i64,
 ) -> sqlx::Result<bool> {
@@ -112,7 +116,7 @@ pub(super) struct TokenOwner {
 }
 
 pub(super) async fn find_live_api_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     hash: &[u8],
 ) -> sqlx::Result<Option<TokenOwner>> {
     sqlx::query_as(
@@ -134,7 +138,7 @@ pub struct TokenRow {
     pub revoked_at: Option<i64>,
 }
 
-pub(super) async fn list_api_tokens(conn: &mut SqliteConnection) -> sqlx::Result<Vec<TokenRow>> {
+pub(super) async fn list_api_tokens(conn: &mut AnyConnection) -> sqlx::Result<Vec<TokenRow>> {
     sqlx::query_as(
         "SELECT t.id, u.name AS user, t.scopes, t.created_at, t.revoked_at
          FROM api_tokens t JOIN users u ON u.id = t.user_id ORDER BY t.created_at",
@@ -144,7 +148,7 @@ pub(super) async fn list_api_tokens(conn: &mut SqliteConnection) -> sqlx::Result
 }
 
 pub(super) async fn find_user_by_id(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &UserId,
 ) -> sqlx::Result<Option<User>> {
     sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
@@ -153,10 +157,7 @@ pub(super) async fn find_user_by_id(
         .await
 }
 
-pub(super) async fn password_hash(
-    conn: &mut SqliteConnection,
-    id: &UserId,
-) -> sqlx::Result<String> {
+pub(super) async fn password_hash(conn: &mut AnyConnection, id: &UserId) -> sqlx::Result<String> {
     sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
         .bind(id)
         .fetch_one(conn)
@@ -164,12 +165,12 @@ pub(super) async fn password_hash(
 }
 
 pub(super) async fn set_disabled(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &UserId,
     disabled: bool,
 ) -> sqlx::Result<()> {
     sqlx::query("UPDATE users SET disabled = $1 WHERE id = $2")
-        .bind(disabled)
+        .bind(crate::db::Flag(disabled))
         .bind(id)
         .execute(conn)
         .await?;
@@ -177,7 +178,7 @@ pub(super) async fn set_disabled(
 }
 
 pub(super) async fn set_role(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &UserId,
     role: Role,
 ) -> sqlx::Result<()> {
@@ -189,7 +190,7 @@ pub(super) async fn set_role(
     Ok(())
 }
 
-pub(super) async fn active_admins(conn: &mut SqliteConnection) -> sqlx::Result<i64> {
+pub(super) async fn active_admins(conn: &mut AnyConnection) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND disabled = 0")
         .fetch_one(conn)
         .await

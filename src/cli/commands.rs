@@ -18,24 +18,27 @@ use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::{self, Role, passwords, tokens::TokenScopes};
 use crate::connect;
 use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
-use crate::db::{DB_FILE, Db};
+use crate::db::{DB_FILE, DatabaseUrl, Db};
 use crate::exec::{self, ExecOptions};
 use crate::host::{self as agent_host, HostOptions};
 use crate::ids::{SessionId, TokenId};
 use crate::secrets::{self, EnvVarName, SecretValue, Target};
-use crate::startup::{DataDir, open_data_dir};
-use crate::web::SqliteSessionStore;
+use crate::startup::{self, DataDir};
+use crate::web::DbSessionStore;
 use crate::{AppState, Settings, clock, sessions, widgets};
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     let dir = cli.data_dir;
+    let database = cli.database_url;
     let command = cli
         .command
         .unwrap_or_else(|| Command::Serve(ServeArgs::from_env()));
     let admin = match command {
-        Command::Serve(args) => return serve(&dir, args).await.map(|()| 0),
-        Command::Backup { path } => return backup(&dir, &path).await.map(|()| 0),
+        Command::Serve(args) => return serve(&dir, database.as_ref(), args).await.map(|()| 0),
+        Command::Backup { path } => {
+            return backup(&dir, database.as_ref(), &path).await.map(|()| 0);
+        }
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
                 url: args.url,
@@ -60,7 +63,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Keys(cmd) => Admin::Keys(cmd),
         Command::Audit(cmd) => Admin::Audit(cmd),
     };
-    let data = open_data_dir(&dir).await?;
+    let data = startup::open(&dir, database.as_ref()).await?;
     let result = match admin {
         Admin::User(cmd) => user(&data, cmd).await,
         Admin::Token(cmd) => token(&data, cmd).await,
@@ -85,8 +88,8 @@ enum Admin {
     Audit(AuditCommand),
 }
 
-async fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
-    let data = open_data_dir(dir).await?;
+async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> anyhow::Result<()> {
+    let data = startup::open(dir, database).await?;
     // Bind before creating the first admin: if the port is taken, a
     // generated password must not be committed without being shown.
     let listener = TcpListener::bind(args.bind).await.with_context(|| {
@@ -205,7 +208,7 @@ async fn start_demo(state: &AppState) -> anyhow::Result<()> {
 /// Expires widgets and deletes expired browser sessions, every `every`.
 async fn background_jobs(state: AppState, every: Duration) {
     tokio::spawn(crate::webhooks::delivery::run(state.clone()));
-    let sessions = SqliteSessionStore::new(state.db.clone());
+    let sessions = DbSessionStore::new(state.db.clone());
     loop {
         match widgets::expire_due(&state).await {
             Ok(0) => {}
@@ -649,8 +652,15 @@ async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
     Ok(count)
 }
 
-async fn backup(dir: &Path, target: &Path) -> anyhow::Result<()> {
-    let source = dir.join(DB_FILE);
+async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> anyhow::Result<()> {
+    let source = match database {
+        None => dir.join(DB_FILE),
+        Some(DatabaseUrl::Sqlite(path)) => path.clone(),
+        Some(DatabaseUrl::Postgres(_)) => bail!(
+            "`widgetd backup` copies the embedded SQLite database; back up PostgreSQL with \
+             pg_dump (docs/operations.md, \"Several daemons\")"
+        ),
+    };
     if !source.exists() {
         bail!(
             "there is no database at {}; check --data-dir",
@@ -727,7 +737,7 @@ async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
 
 /// Records what an operator did at the command line: actor `cli`, no
 /// client address, never a value.
-async fn operator_audit(conn: &mut sqlx::SqliteConnection, entry: Entry<'_>) -> anyhow::Result<()> {
+async fn operator_audit(conn: &mut sqlx::AnyConnection, entry: Entry<'_>) -> anyhow::Result<()> {
     audit::append(conn, &Actor::Operator, &ClientAddr::default(), entry).await?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use aes_gcm::Aes256Gcm;
 use serde::Serialize;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use zeroize::Zeroizing;
 
 use super::store::{self, WrappedKey};
@@ -121,7 +121,7 @@ impl Keyring {
     /// Unwraps every stored data key with `master`. Reads only: a wrong
     /// master key fails here, before anything is written.
     pub async fn load(
-        conn: &mut SqliteConnection,
+        conn: &mut AnyConnection,
         master: &MasterKey,
         source: &MasterKeySource,
     ) -> Result<Self, KeyringError> {
@@ -146,7 +146,7 @@ impl Keyring {
     }
 
     /// Creates a new data key that becomes the one new writes use.
-    pub async fn rotate(&self, conn: &mut SqliteConnection) -> sqlx::Result<i64> {
+    pub async fn rotate(&self, conn: &mut AnyConnection) -> sqlx::Result<i64> {
         let key_id = store::newest_id(conn).await?.unwrap_or(0) + 1;
         let material = random_bytes::<32>();
         store::insert(conn, &wrap_key(&self.kek, key_id, &material)).await?;
@@ -160,10 +160,7 @@ impl Keyring {
 
     /// The newest data key, for a new write. Another process (`keys rotate`)
     /// may have added one since start, so the newest id is read each time.
-    pub async fn for_write(
-        &self,
-        conn: &mut SqliteConnection,
-    ) -> Result<Arc<DataKey>, KeyringError> {
+    pub async fn for_write(&self, conn: &mut AnyConnection) -> Result<Arc<DataKey>, KeyringError> {
         let newest = store::newest_id(conn).await?.unwrap_or(0);
         self.get(conn, newest).await
     }
@@ -171,7 +168,7 @@ impl Keyring {
     /// The data key `key_id`, loading keys added by another process if needed.
     pub async fn get(
         &self,
-        conn: &mut SqliteConnection,
+        conn: &mut AnyConnection,
         key_id: i64,
     ) -> Result<Arc<DataKey>, KeyringError> {
         if let Some(key) = self.keys.read().expect("keyring lock").get(&key_id) {
@@ -204,7 +201,7 @@ impl Keyring {
     }
 
     /// Every key with how many values it still encrypts.
-    pub async fn status(conn: &mut SqliteConnection) -> sqlx::Result<Vec<KeyringStatus>> {
+    pub async fn status(conn: &mut AnyConnection) -> sqlx::Result<Vec<KeyringStatus>> {
         let rows = store::usage(conn).await?;
         let newest = rows.last().map(|r| r.0);
         Ok(rows
@@ -222,7 +219,7 @@ impl Keyring {
 /// Rewraps every data key from `old` to `new` master key. Run it inside a
 /// transaction: either every key moves or none does. Returns how many.
 pub async fn rewrap_keyring(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     old: &MasterKey,
     new: &MasterKey,
 ) -> Result<usize, KeyringError> {

@@ -1,6 +1,6 @@
 //! SQL of the `keyring` table.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 /// A data key as stored: wrapped by the KEK.
 #[derive(sqlx::FromRow)]
@@ -11,14 +11,14 @@ pub(super) struct WrappedKey {
     pub created_at: i64,
 }
 
-pub(super) async fn list(conn: &mut SqliteConnection) -> sqlx::Result<Vec<WrappedKey>> {
+pub(super) async fn list(conn: &mut AnyConnection) -> sqlx::Result<Vec<WrappedKey>> {
     sqlx::query_as("SELECT key_id, nonce, wrapped_key, created_at FROM keyring ORDER BY key_id")
         .fetch_all(conn)
         .await
 }
 
 pub(super) async fn list_newer(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     than: i64,
 ) -> sqlx::Result<Vec<WrappedKey>> {
     sqlx::query_as(
@@ -29,13 +29,13 @@ pub(super) async fn list_newer(
     .await
 }
 
-pub(super) async fn newest_id(conn: &mut SqliteConnection) -> sqlx::Result<Option<i64>> {
+pub(super) async fn newest_id(conn: &mut AnyConnection) -> sqlx::Result<Option<i64>> {
     sqlx::query_scalar("SELECT max(key_id) FROM keyring")
         .fetch_one(conn)
         .await
 }
 
-pub(super) async fn insert(conn: &mut SqliteConnection, key: &WrappedKey) -> sqlx::Result<()> {
+pub(super) async fn insert(conn: &mut AnyConnection, key: &WrappedKey) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO keyring (key_id, nonce, wrapped_key, created_at) VALUES ($1, $2, $3, $4)",
     )
@@ -48,7 +48,7 @@ pub(super) async fn insert(conn: &mut SqliteConnection, key: &WrappedKey) -> sql
     Ok(())
 }
 
-pub(super) async fn update(conn: &mut SqliteConnection, key: &WrappedKey) -> sqlx::Result<()> {
+pub(super) async fn update(conn: &mut AnyConnection, key: &WrappedKey) -> sqlx::Result<()> {
     sqlx::query("UPDATE keyring SET nonce = $1, wrapped_key = $2 WHERE key_id = $3")
         .bind(&key.nonce)
         .bind(&key.wrapped_key)
@@ -59,7 +59,7 @@ pub(super) async fn update(conn: &mut SqliteConnection, key: &WrappedKey) -> sql
 }
 
 /// Each key with the number of env var rows it encrypts.
-pub(super) async fn usage(conn: &mut SqliteConnection) -> sqlx::Result<Vec<(i64, i64, i64)>> {
+pub(super) async fn usage(conn: &mut AnyConnection) -> sqlx::Result<Vec<(i64, i64, i64)>> {
     sqlx::query_as(
         "SELECT k.key_id, k.created_at, (SELECT count(*) FROM env_vars e WHERE e.key_id = k.key_id)
          FROM keyring k ORDER BY k.key_id",

@@ -1,85 +1,139 @@
-//! The embedded SQLite database: one file in the data dir, WAL, fsync on
-//! every commit, foreign keys and secure delete on.
+//! The database: the embedded SQLite file in the data dir (the default), or
+//! one PostgreSQL database shared by several daemons.
+//!
+//! Both are reached through sqlx's `Any` driver, so the domain code and its
+//! SQL are the same on both; what differs lives here (`sqlite.rs`,
+//! `postgres.rs`) and in the few statements that must say it differently
+//! ([`Dialect`]). On SQLite, writes go through group commit (`writer.rs`);
+//! on PostgreSQL every write transaction takes one advisory lock, so writes
+//! are serialised across daemons exactly as SQLite serialises them and every
+//! invariant that rests on that (the audit chain, event and prompt order,
+//! caps counted before an insert) holds on both.
 
-use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
-
+mod postgres;
+mod sqlite;
+mod types;
+mod url;
 mod writer;
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::Context;
-use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyConnection, AnyPool};
+
+pub use self::url::DatabaseUrl;
+pub use self::writer::WriteTx;
+pub use types::Flag;
+pub(crate) use types::text_enum;
 
 /// File name of the database inside the data dir.
 pub const DB_FILE: &str = "widgetd.db";
 
-pub use writer::WriteTx;
+/// The migrations of each backend: the same schema, told in each dialect.
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
-/// Two pools on one file: many readers, and a single writer connection so that
-/// write transactions queue in-process instead of failing with SQLITE_BUSY.
-/// Write transactions from [`Db::begin_write`] share that connection through
-/// group commit (see `db/writer.rs`); `write` itself stays usable directly
-/// (migrations, backups) while no batch is open.
+/// Which database engine holds the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// The two ways a statement is spelled where SQLite and PostgreSQL differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The dialect of the database behind `conn`.
+    pub fn of(conn: &AnyConnection) -> Self {
+        if conn.backend_name() == "PostgreSQL" {
+            Self::Postgres
+        } else {
+            Self::Sqlite
+        }
+    }
+}
+
+/// The pools of one database. `read` serves reads; writes go through
+/// [`Db::begin_write`]. On SQLite `write` is the single writer connection
+/// (so write transactions queue in-process instead of failing with
+/// SQLITE_BUSY); on PostgreSQL both are the same pool.
 #[derive(Clone, Debug)]
 pub struct Db {
-    pub read: SqlitePool,
-    pub write: SqlitePool,
+    pub read: AnyPool,
+    pub write: AnyPool,
+    backend: Backend,
     writer: Arc<writer::Writer>,
 }
 
 impl Db {
-    /// Opens (creating if missing) the database at `path`. Does not migrate.
+    /// Opens (creating if missing) the SQLite database at `path`. Does not
+    /// migrate.
     pub async fn open(path: &Path) -> anyhow::Result<Self> {
-        create_private_file(path)?;
-        let options = SqliteConnectOptions::from_str("sqlite://")
-            .expect("static url")
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // An acknowledged write survives power loss.
-            .synchronous(SqliteSynchronous::Full)
-            .foreign_keys(true)
-            // Deleted or replaced ciphertexts are overwritten with zeros.
-            .pragma("secure_delete", "ON")
-            .busy_timeout(Duration::from_secs(10));
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            // The writer takes the connection once per batch; a ping before
-            // each would add a round trip to every group commit.
-            .test_before_acquire(false)
-            .connect_with(options.clone())
-            .await
-            .with_context(|| format!("cannot open the database {}", path.display()))?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await
-            .with_context(|| format!("cannot open the database {}", path.display()))?;
-        let writer = Arc::new(writer::Writer::new(write.clone()));
-        Ok(Self {
+        let (read, write) = sqlite::open(path).await?;
+        Ok(Self::from_pools(Backend::Sqlite, read, write))
+    }
+
+    /// Opens the database `url` names: a SQLite file or PostgreSQL. Does not
+    /// migrate.
+    pub async fn connect(url: &DatabaseUrl) -> anyhow::Result<Self> {
+        match url {
+            DatabaseUrl::Sqlite(path) => Self::open(path).await,
+            DatabaseUrl::Postgres(_) => {
+                let pool = postgres::open(url).await?;
+                Ok(Self::from_pools(Backend::Postgres, pool.clone(), pool))
+            }
+        }
+    }
+
+    fn from_pools(backend: Backend, read: AnyPool, write: AnyPool) -> Self {
+        let writer = Arc::new(writer::Writer::new(backend, write.clone()));
+        Self {
             read,
             write,
+            backend,
             writer,
-        })
+        }
     }
 
-    /// Applies the embedded migrations that have not run yet.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the embedded migrations that have not run yet. On PostgreSQL
+    /// sqlx holds an advisory lock meanwhile, so two daemons starting
+    /// together do not race.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        sqlx::migrate!("./migrations")
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
             .run(&self.write)
             .await
-            .context("cannot apply database migrations")
+            .map_err(|e| anyhow::anyhow!("cannot apply database migrations: {e}"))
     }
 
-    /// Starts a write transaction: a savepoint inside the writer's current
-    /// batch, whose outer transaction took the write lock at once (`BEGIN
-    /// IMMEDIATE`, so a read-then-write cannot fail with SQLITE_BUSY when the
-    /// CLI beside a running daemon committed in between).
-    /// [`WriteTx::commit`] returns once the batch is durable; dropping the
-    /// guard undoes this transaction's work alone.
+    /// Starts a write transaction. On SQLite it is a savepoint inside the
+    /// writer's current batch, whose outer transaction took the write lock
+    /// at once (`BEGIN IMMEDIATE`); on PostgreSQL a transaction holding the
+    /// deployment's write lock. [`WriteTx::commit`] returns once the work is
+    /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
         writer::begin(self.writer.clone()).await
     }
@@ -90,41 +144,50 @@ impl Db {
         self.writer.queued()
     }
 
-    /// Whether the schema exists yet (false on a brand-new file).
+    /// Whether the schema exists yet (false on a brand-new database).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1")
-                .bind(table)
-                .fetch_optional(&self.read)
-                .await?;
+        let sql = match self.backend {
+            Backend::Sqlite => "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1",
+            Backend::Postgres => {
+                "SELECT 1 FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = $1"
+            }
+        };
+        let found: Option<i32> = sqlx::query_scalar(sql)
+            .bind(table)
+            .fetch_optional(&self.read)
+            .await?;
         Ok(found.is_some())
     }
 
-    /// Writes a consistent copy of the live database to `target`, which must
-    /// not exist yet. Safe while the daemon is running.
+    /// Writes a consistent copy of the live SQLite database to `target`,
+    /// which must not exist yet. Safe while the daemon is running. A
+    /// PostgreSQL deployment is backed up with `pg_dump`.
     pub async fn backup(&self, target: &Path) -> anyhow::Result<()> {
         anyhow::ensure!(
-            !target.exists(),
-            "{} already exists; choose a new file name",
-            target.display()
+            self.backend == Backend::Sqlite,
+            "`widgetd backup` copies the embedded SQLite database; back up PostgreSQL with \
+             pg_dump (docs/operations.md, \"Several daemons\")"
         );
-        // Created empty and private first: VACUUM INTO fills an empty file,
-        // and would otherwise create it with the default, world-readable mode.
-        create_private_file(target)?;
-        let target = target
-            .to_str()
-            .context("the backup path is not valid UTF-8")?;
-        sqlx::query("VACUUM INTO ?")
-            .bind(target)
-            .execute(&self.write)
-            .await
-            .context("the backup failed")?;
-        Ok(())
+        sqlite::backup(&self.write, target).await
     }
 
-    /// Closes both pools. The last connection to close checkpoints the WAL
-    /// and removes the -wal and -shm files, so the database file alone is
-    /// complete afterwards.
+    /// Runs `job` only if no other daemon of the deployment runs the job
+    /// named `name` right now (a PostgreSQL advisory lock); on SQLite there
+    /// is one daemon, so it always runs. Returns whether it ran.
+    pub async fn exclusively<F, T>(&self, name: &str, job: F) -> anyhow::Result<Option<T>>
+    where
+        F: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        match self.backend {
+            Backend::Sqlite => job.await.map(Some),
+            Backend::Postgres => postgres::exclusively(&self.write, name, job).await,
+        }
+    }
+
+    /// Closes the pools. On SQLite the last connection to close checkpoints
+    /// the WAL and removes the -wal and -shm files, so the database file
+    /// alone is complete afterwards.
     pub async fn close(&self) {
         for pool in [&self.read, &self.write] {
             // A connection dropped a moment ago is handed back by a spawned
@@ -141,18 +204,19 @@ impl Db {
     }
 }
 
-/// Creates the database file readable by its owner only (SQLite gives the
-/// -wal and -shm files the same mode). An existing file is left alone.
-fn create_private_file(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("cannot create the database {}", path.display())),
+/// Whether the database could not be written for want of room or
+/// permission (SQLite's FULL, READONLY or IOERR, PostgreSQL's disk_full or
+/// read-only transaction, or the same from the OS): the request changed
+/// nothing and can be retried once that is fixed.
+pub fn storage_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            sqlite::is_storage_error(db.as_ref()) || postgres::is_storage_error(db.as_ref())
+        }
+        sqlx::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
+        ),
+        _ => false,
     }
 }

@@ -9,6 +9,10 @@
 //! when the batch is full or old, so nobody starves. Each member hears back
 //! only after that outer `COMMIT`: success means durable, and a failed
 //! `COMMIT` is reported to every member of the batch.
+//!
+//! On PostgreSQL there is no batch: each write transaction is a plain
+//! transaction that takes the deployment's write lock (`postgres.rs`), and
+//! PostgreSQL groups the commits of concurrent transactions itself.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Any, AnyConnection, AnyPool, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 /// A batch this large commits at once, however many are waiting.
@@ -32,7 +36,8 @@ type Outcome = Option<Result<(), Failure>>;
 
 /// The single writer: the write pool's one connection while a batch is open.
 pub(crate) struct Writer {
-    pool: SqlitePool,
+    backend: super::Backend,
+    pool: AnyPool,
     state: Arc<Mutex<State>>,
     /// Tasks waiting for the lock; zero means nobody would join the batch.
     queued: AtomicUsize,
@@ -48,7 +53,7 @@ impl std::fmt::Debug for Writer {
 
 struct State {
     /// Held from `BEGIN IMMEDIATE` to the batch's end, then back in the pool.
-    conn: Option<PoolConnection<Sqlite>>,
+    conn: Option<PoolConnection<Any>>,
     batch: Option<Batch>,
     /// A member's savepoint is open (its guard is alive, or it was dropped
     /// where its undo could not be scheduled).
@@ -66,7 +71,7 @@ struct Batch {
 }
 
 impl Writer {
-    pub(crate) fn new(pool: SqlitePool) -> Self {
+    pub(crate) fn new(backend: super::Backend, pool: AnyPool) -> Self {
         let state = State {
             conn: None,
             batch: None,
@@ -74,6 +79,7 @@ impl Writer {
             next_id: 0,
         };
         Self {
+            backend,
             pool,
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
@@ -100,11 +106,20 @@ impl Drop for Dequeue<'_> {
     }
 }
 
-/// One request's write transaction: a savepoint in the writer's batch. Derefs
-/// to the connection, so `&mut *tx` is an executor and `&mut tx` a
-/// `&mut SqliteConnection`. Dropped without [`WriteTx::commit`], it rolls
-/// back its own savepoint and nothing else.
-pub struct WriteTx {
+/// One request's write transaction. On SQLite a savepoint in the writer's
+/// batch: dropped without [`WriteTx::commit`], it rolls back its own
+/// savepoint and nothing else. On PostgreSQL a transaction holding the
+/// write lock. Derefs to the connection, so `&mut *tx` is an executor and
+/// `&mut tx` a `&mut AnyConnection`.
+pub struct WriteTx(Inner);
+
+enum Inner {
+    Member(Member),
+    Postgres(Transaction<'static, Any>),
+}
+
+/// A member of a SQLite batch.
+struct Member {
     writer: Arc<Writer>,
     guard: Option<OwnedMutexGuard<State>>,
     done: watch::Receiver<Outcome>,
@@ -117,9 +132,27 @@ impl std::fmt::Debug for WriteTx {
 }
 
 impl WriteTx {
-    /// Keeps this transaction's work and returns once the batch holding it
-    /// is committed to disk; an error if this work or the batch failed.
-    pub async fn commit(mut self) -> sqlx::Result<()> {
+    /// Keeps this transaction's work and returns once it is committed to
+    /// disk (on SQLite: once the batch holding it is); an error if this work
+    /// or its batch failed.
+    pub async fn commit(self) -> sqlx::Result<()> {
+        match self.0 {
+            Inner::Member(member) => member.commit().await,
+            Inner::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    /// Undoes this transaction's work (and nothing else in its batch).
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        match self.0 {
+            Inner::Member(member) => member.rollback().await,
+            Inner::Postgres(tx) => tx.rollback().await,
+        }
+    }
+}
+
+impl Member {
+    async fn commit(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         let mut done = self.done.clone();
         // Spawned: a caller cancelled halfway must not leave the batch open.
@@ -137,47 +170,56 @@ impl WriteTx {
             ))),
         }
     }
-}
 
-impl WriteTx {
-    /// Undoes this transaction's work (and nothing else in its batch).
-    pub async fn rollback(mut self) -> sqlx::Result<()> {
+    async fn rollback(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         tokio::spawn(leave(self.writer.clone(), guard, false))
             .await
             .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
     }
-}
 
-impl Deref for WriteTx {
-    type Target = SqliteConnection;
-
-    fn deref(&self) -> &SqliteConnection {
+    fn conn(&mut self) -> &mut AnyConnection {
         let state = self
             .guard
-            .as_ref()
+            .as_mut()
             .expect("a live WriteTx holds the writer");
         state
             .conn
-            .as_ref()
+            .as_mut()
             .expect("an open batch holds the connection")
+    }
+}
+
+impl Deref for WriteTx {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        match &self.0 {
+            Inner::Member(member) => {
+                let state = member
+                    .guard
+                    .as_ref()
+                    .expect("a live WriteTx holds the writer");
+                state
+                    .conn
+                    .as_ref()
+                    .expect("an open batch holds the connection")
+            }
+            Inner::Postgres(tx) => tx,
+        }
     }
 }
 
 impl DerefMut for WriteTx {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        let state = self
-            .guard
-            .as_mut()
-            .expect("a live WriteTx holds the writer");
-        state
-            .conn
-            .as_mut()
-            .expect("an open batch holds the connection")
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        match &mut self.0 {
+            Inner::Member(member) => member.conn(),
+            Inner::Postgres(tx) => tx,
+        }
     }
 }
 
-impl Drop for WriteTx {
+impl Drop for Member {
     fn drop(&mut self) {
         let Some(guard) = self.guard.take() else {
             return;
@@ -190,16 +232,29 @@ impl Drop for WriteTx {
     }
 }
 
-/// Joins (or opens) the current batch with a fresh savepoint.
+/// Starts a write transaction: joins (or opens) the SQLite batch, or begins
+/// a PostgreSQL transaction that holds the write lock.
 pub(super) async fn begin(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
-    // Spawned: if the caller is cancelled meanwhile, the finished WriteTx is
+    if writer.backend == super::Backend::Postgres {
+        let mut tx = writer.pool.begin().await?;
+        super::postgres::take_write_lock(&mut tx).await?;
+        return Ok(WriteTx(Inner::Postgres(tx)));
+    }
+    join(writer)
+        .await
+        .map(|member| WriteTx(Inner::Member(member)))
+}
+
+/// Joins (or opens) the current batch with a fresh savepoint.
+async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
+    // Spawned: if the caller is cancelled meanwhile, the finished member is
     // dropped by the task, which undoes its savepoint.
     tokio::spawn(enter(writer))
         .await
         .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
 }
 
-async fn enter(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
+async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
     let mut guard = writer.lock().await;
     let state = &mut *guard;
     if state.in_savepoint {
@@ -224,14 +279,14 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
     let batch = state.batch.as_mut().expect("opened above");
     batch.members += 1;
     let done = batch.done.subscribe();
-    Ok(WriteTx {
+    Ok(Member {
         writer,
         guard: Some(guard),
         done,
     })
 }
 
-async fn open_batch(pool: &SqlitePool, state: &mut State) -> sqlx::Result<()> {
+async fn open_batch(pool: &AnyPool, state: &mut State) -> sqlx::Result<()> {
     let mut conn = pool.acquire().await?;
     sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
     state.next_id += 1;
@@ -299,7 +354,7 @@ async fn finish(writer: Arc<Writer>, id: u64) {
     }
 }
 
-async fn undo_savepoint(conn: &mut SqliteConnection) -> sqlx::Result<()> {
+async fn undo_savepoint(conn: &mut AnyConnection) -> sqlx::Result<()> {
     sqlx::query("ROLLBACK TO member")
         .execute(&mut *conn)
         .await?;
@@ -342,23 +397,13 @@ async fn abort_batch(state: &mut State, why: &sqlx::Error) {
     }
 }
 
-/// What every member of a failed batch is told. SQLite's FULL, READONLY and
-/// IOERR keep their meaning as I/O error kinds.
+/// What every member of a failed batch is told: a full or read-only disk
+/// keeps its meaning as an I/O error kind.
 fn failure(err: &sqlx::Error) -> Failure {
-    const SQLITE_READONLY: i64 = 8;
-    const SQLITE_IOERR: i64 = 10;
-    const SQLITE_FULL: i64 = 13;
-    let code = match err {
-        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i64>().ok()),
-        _ => None,
-    };
-    let kind = match code.map(|c| c & 0xff) {
-        Some(SQLITE_FULL) | Some(SQLITE_IOERR) => std::io::ErrorKind::StorageFull,
-        Some(SQLITE_READONLY) => std::io::ErrorKind::ReadOnlyFilesystem,
-        _ => match err {
-            sqlx::Error::Io(io) => io.kind(),
-            _ => std::io::ErrorKind::Other,
-        },
+    let kind = match err {
+        sqlx::Error::Io(io) => io.kind(),
+        _ if super::storage_unavailable(err) => std::io::ErrorKind::StorageFull,
+        _ => std::io::ErrorKind::Other,
     };
     (kind, Arc::from(err.to_string()))
 }

@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use tokio::sync::{broadcast, watch};
 
 use crate::clock;
+use crate::db::Dialect;
 use crate::ids::SessionId;
 
 /// A stored event.
@@ -29,7 +30,7 @@ pub struct Event {
 /// Writes an event inside the caller's transaction; publish its session to
 /// the hub after the commit.
 pub async fn record(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     kind: &'static str,
     payload: &Value,
@@ -48,28 +49,43 @@ pub async fn record(
 
 /// The session's events after `after`, oldest first, at most `limit`.
 pub async fn since(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     after: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<Event>> {
     // `message:created` events written since the text is kept only in its
     // message get it back here; older ones carry it already.
-    sqlx::query_as(
-        "SELECT e.id, e.session_id, e.kind,
-                CASE WHEN m.id IS NOT NULL AND json_extract(e.payload, '$.text') IS NULL
-                     THEN json_set(e.payload, '$.text', m.body) ELSE e.payload END AS payload,
-                e.created_at
-         FROM events e
-         LEFT JOIN messages m
-           ON e.kind = 'message:created' AND m.id = json_extract(e.payload, '$.message_id')
-         WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3",
-    )
-    .bind(session)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(conn)
-    .await
+    let sql = match Dialect::of(conn) {
+        Dialect::Sqlite => {
+            "SELECT e.id, e.session_id, e.kind,
+                    CASE WHEN m.id IS NOT NULL AND json_extract(e.payload, '$.text') IS NULL
+                         THEN json_set(e.payload, '$.text', m.body) ELSE e.payload END AS payload,
+                    e.created_at
+             FROM events e
+             LEFT JOIN messages m
+               ON e.kind = 'message:created' AND m.id = json_extract(e.payload, '$.message_id')
+             WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3"
+        }
+        Dialect::Postgres => {
+            "SELECT e.id, e.session_id, e.kind,
+                    CASE WHEN m.id IS NOT NULL AND NOT (CAST(e.payload AS jsonb) ? 'text')
+                         THEN CAST(jsonb_set(CAST(e.payload AS jsonb), '{text}', to_jsonb(m.body)) AS text)
+                         ELSE e.payload END AS payload,
+                    e.created_at
+             FROM events e
+             LEFT JOIN messages m
+               ON e.kind = 'message:created'
+              AND m.id = CAST(CAST(e.payload AS jsonb) ->> 'message_id' AS BIGINT)
+             WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3"
+        }
+    };
+    sqlx::query_as(sql)
+        .bind(session)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
 }
 
 /// In-process wake-ups: "session S has something new". Carries no data, so

@@ -5,7 +5,7 @@
 pub mod api;
 
 use serde::Serialize;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::ids::SessionId;
@@ -151,7 +151,7 @@ pub struct Prompt {
 /// Queues the prompt of `widget` in the caller's transaction. The unique key
 /// on the widget makes a second queueing impossible.
 pub async fn queue(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     widget: &WidgetId,
     text: &str,
@@ -170,7 +170,7 @@ pub async fn queue(
 
 /// Prompts not acknowledged yet, oldest first.
 pub async fn undelivered(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<Prompt>> {
     sqlx::query_as(
@@ -184,7 +184,7 @@ pub async fn undelivered(
 
 /// Marks a prompt delivered. Idempotent; false if the session has no such prompt.
 pub async fn ack(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     prompt_id: i64,
 ) -> sqlx::Result<bool> {
@@ -201,7 +201,7 @@ pub async fn ack(
 
 /// Marks the prompt of `widget` delivered (it went back to a waiting call).
 pub async fn ack_widget(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     widget: &WidgetId,
 ) -> sqlx::Result<()> {

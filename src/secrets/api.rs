@@ -216,7 +216,7 @@ async fn delete_env_var(
 
 /// Records a change to a user's vault: names and scope, never the value.
 pub async fn audit_env(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut sqlx::AnyConnection,
     action: &'static str,
     user: &UserId,
     client: &ClientAddr,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 pub use names::{EnvVarName, MAX_VALUE_BYTES, SecretValue};
@@ -75,7 +75,7 @@ fn row_aad(owner: &UserId, session: Option<&SessionId>, name: &str, key_id: i64)
 /// inside a write transaction.
 #[instrument(skip_all)]
 pub async fn set_value(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     owner: &UserId,
     target: &Target,
@@ -109,7 +109,7 @@ pub async fn set_value(
 
 /// Deletes a value if there is one; returns whether there was.
 pub async fn delete_if_present(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     target: &Target,
     name: &EnvVarName,
@@ -119,7 +119,7 @@ pub async fn delete_if_present(
 
 /// Deletes a value; 404 when there was none at that place.
 pub async fn delete_value(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     target: &Target,
     name: &EnvVarName,
@@ -133,7 +133,7 @@ pub async fn delete_value(
 
 /// The names that resolve in a session's effective env.
 pub async fn effective_names(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     session: &SessionId,
 ) -> AppResult<std::collections::BTreeSet<String>> {
@@ -145,7 +145,7 @@ pub async fn effective_names(
 
 /// Whether `owner` has a global value for `name`.
 pub async fn has_global(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     name: &EnvVarName,
 ) -> AppResult<bool> {
@@ -164,10 +164,7 @@ pub struct EnvVarInfo {
 }
 
 /// The owner's values, by name then scope (global first).
-pub async fn list_env_vars(
-    conn: &mut SqliteConnection,
-    owner: &UserId,
-) -> AppResult<Vec<EnvVarInfo>> {
+pub async fn list_env_vars(conn: &mut AnyConnection, owner: &UserId) -> AppResult<Vec<EnvVarInfo>> {
     Ok(store::list_info(conn, owner)
         .await?
         .into_iter()
@@ -210,7 +207,7 @@ enum DecryptError {
 }
 
 async fn decrypt(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     row: &StoredValue,
 ) -> AppResult<SecretString> {
@@ -221,7 +218,7 @@ async fn decrypt(
 }
 
 async fn decrypt_row(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     row: &StoredValue,
 ) -> Result<SecretString, DecryptError> {
@@ -250,7 +247,7 @@ async fn decrypt_row(
 /// the rest may be used); a database failure is an error.
 #[instrument(skip_all)]
 pub async fn effective_env(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     owner: &UserId,
     session: &SessionId,
@@ -303,7 +300,7 @@ const MIN_LEAK_CHECK_BYTES: usize = 4;
 /// agent a secret. The error names the variable, never the value.
 #[instrument(skip_all)]
 pub async fn refuse_stored_values(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     owner: &UserId,
     texts: &[&str],

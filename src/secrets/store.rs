@@ -1,6 +1,6 @@
 //! SQL of the `env_vars` table. Ciphertexts only: plaintext never gets here.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::ids::{SessionId, UserId};
 
@@ -31,7 +31,7 @@ pub(super) struct NewValue<'a> {
 }
 
 pub(super) async fn delete(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     session: Option<&SessionId>,
     name: &str,
@@ -46,7 +46,7 @@ pub(super) async fn delete(
     Ok(done.rows_affected() > 0)
 }
 
-pub(super) async fn insert(conn: &mut SqliteConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
+pub(super) async fn insert(conn: &mut AnyConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO env_vars (owner_id, scope, session_id, name, key_id, nonce, ciphertext, updated_at, updated_by)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -67,7 +67,7 @@ pub(super) async fn insert(conn: &mut SqliteConnection, v: &NewValue<'_>) -> sql
 
 /// The owner's global values, then the session's: later rows override.
 pub(super) async fn effective_rows(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     session: &SessionId,
 ) -> sqlx::Result<Vec<StoredValue>> {
@@ -84,7 +84,7 @@ pub(super) async fn effective_rows(
 
 /// Every value row of the owner, global and per session.
 pub(super) async fn rows_of_owner(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
 ) -> sqlx::Result<Vec<StoredValue>> {
     sqlx::query_as(&format!(
@@ -97,7 +97,7 @@ pub(super) async fn rows_of_owner(
 
 /// Up to `limit` rows encrypted under a key other than `key_id`.
 pub(super) async fn rows_not_on_key(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     key_id: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<StoredValue>> {
@@ -110,10 +110,7 @@ pub(super) async fn rows_not_on_key(
     .await
 }
 
-pub(super) async fn count_not_on_key(
-    conn: &mut SqliteConnection,
-    key_id: i64,
-) -> sqlx::Result<i64> {
+pub(super) async fn count_not_on_key(conn: &mut AnyConnection, key_id: i64) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE key_id <> $1")
         .bind(key_id)
         .fetch_one(conn)
@@ -121,7 +118,7 @@ pub(super) async fn count_not_on_key(
 }
 
 pub(super) async fn replace_ciphertext(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: i64,
     key_id: i64,
     nonce: &[u8],
@@ -148,7 +145,7 @@ pub(super) struct InfoRow {
 }
 
 pub(super) async fn list_info(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
 ) -> sqlx::Result<Vec<InfoRow>> {
     sqlx::query_as(
@@ -163,7 +160,7 @@ pub(super) async fn list_info(
 
 /// Names in a session's effective env (no decryption needed).
 pub(super) async fn effective_names(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     session: &SessionId,
 ) -> sqlx::Result<Vec<String>> {
@@ -177,7 +174,7 @@ pub(super) async fn effective_names(
 }
 
 pub(super) async fn has_global(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     name: &str,
 ) -> sqlx::Result<bool> {

@@ -5,7 +5,7 @@ mod store;
 
 use secrecy::SecretString;
 use serde::Serialize;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::auth::tokens::{self, AGENT_TOKEN_PREFIX};
 use crate::clock;
@@ -16,20 +16,9 @@ const MAX_TITLE_CHARS: usize = 200;
 
 /// What people other than the creator may do with a session.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Default,
-    Serialize,
-    serde::Deserialize,
-    sqlx::Type,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-#[sqlx(rename_all = "lowercase")]
 pub enum Sharing {
     /// Nothing: the session does not exist for them.
     #[default]
@@ -39,6 +28,8 @@ pub enum Sharing {
     /// Also answer (submit or dismiss) its widgets.
     Prompt,
 }
+
+crate::db::text_enum!(Sharing { None => "none", View => "view", Prompt => "prompt" });
 
 impl Sharing {
     pub fn as_str(self) -> &'static str {
@@ -85,7 +76,7 @@ pub fn parse_title(title: Option<&str>) -> AppResult<String> {
 
 /// Creates a session owned by `creator` and mints its agent token.
 pub async fn create_session(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     creator: &UserId,
     title: String,
 ) -> AppResult<NewSession> {
@@ -107,7 +98,7 @@ pub async fn create_session(
 }
 
 /// The session `id`, or 404.
-pub async fn get_session(conn: &mut SqliteConnection, id: &SessionId) -> AppResult<Session> {
+pub async fn get_session(conn: &mut AnyConnection, id: &SessionId) -> AppResult<Session> {
     store::find_session(conn, id)
         .await?
         .ok_or(AppError::NotFound("session"))
@@ -115,14 +106,14 @@ pub async fn get_session(conn: &mut SqliteConnection, id: &SessionId) -> AppResu
 
 /// The session an agent token belongs to, if the token is live.
 pub async fn find_live_agent_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     hash: &[u8],
 ) -> AppResult<Option<SessionId>> {
     Ok(store::find_live_agent_token(conn, hash).await?)
 }
 
 /// Marks a session archived (its agent token stops working); 404 if unknown.
-pub async fn mark_archived(conn: &mut SqliteConnection, id: &SessionId, now: i64) -> AppResult<()> {
+pub async fn mark_archived(conn: &mut AnyConnection, id: &SessionId, now: i64) -> AppResult<()> {
     if store::mark_archived(conn, id, now).await? {
         Ok(())
     } else {
@@ -132,7 +123,7 @@ pub async fn mark_archived(conn: &mut SqliteConnection, id: &SessionId, now: i64
 
 /// The sessions `user` created, newest first, with their pending widget counts.
 pub async fn list_sessions(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user: &UserId,
 ) -> AppResult<Vec<(Session, i64)>> {
     Ok(store::overview(conn, user).await?)
@@ -140,7 +131,7 @@ pub async fn list_sessions(
 
 /// The sharing of a session: `others_can` and the per-user grants by name.
 pub async fn sharing(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &Session,
 ) -> AppResult<(Sharing, Vec<(String, Sharing)>)> {
     Ok((session.others_can, store::grants(conn, &session.id).await?))
@@ -148,7 +139,7 @@ pub async fn sharing(
 
 /// The grant of `user` on `session`, if any.
 pub async fn grant_of(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     user: &UserId,
 ) -> AppResult<Sharing> {
@@ -159,7 +150,7 @@ pub async fn grant_of(
 
 /// Sets `others_can` and replaces one user's grant (`Sharing::None` removes it).
 pub async fn set_sharing(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     others_can: Sharing,
     grants: &[(UserId, Sharing)],

@@ -1,11 +1,11 @@
 //! SQL of sessions and their agent tokens.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{Session, Sharing};
 use crate::ids::SessionId;
 
-pub(super) async fn insert_session(conn: &mut SqliteConnection, s: &Session) -> sqlx::Result<()> {
+pub(super) async fn insert_session(conn: &mut AnyConnection, s: &Session) -> sqlx::Result<()> {
     sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES ($1, $2, $3, $4)")
         .bind(&s.id)
         .bind(&s.creator_id)
@@ -17,7 +17,7 @@ pub(super) async fn insert_session(conn: &mut SqliteConnection, s: &Session) -> 
 }
 
 pub(super) async fn insert_agent_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     hash: &[u8],
     now: i64,
@@ -34,7 +34,7 @@ pub(super) async fn insert_agent_token(
 }
 
 pub(super) async fn find_session(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &SessionId,
 ) -> sqlx::Result<Option<Session>> {
     sqlx::query_as(
@@ -46,7 +46,7 @@ pub(super) async fn find_session(
 }
 
 pub(super) async fn find_live_agent_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     hash: &[u8],
 ) -> sqlx::Result<Option<SessionId>> {
     sqlx::query_scalar(
@@ -61,7 +61,7 @@ pub(super) async fn find_live_agent_token(
 
 /// Sets `archived_at` once; later calls keep the first time.
 pub(super) async fn mark_archived(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &SessionId,
     now: i64,
 ) -> sqlx::Result<bool> {
@@ -77,7 +77,7 @@ pub(super) async fn mark_archived(
 /// The sessions a user may read (own, shared with everyone, or granted),
 /// with their pending widget counts, newest first.
 pub(super) async fn overview(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user: &crate::ids::UserId,
 ) -> sqlx::Result<Vec<(Session, i64)>> {
     #[derive(sqlx::FromRow)]
@@ -101,7 +101,7 @@ pub(super) async fn overview(
 }
 
 pub(super) async fn grants(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<(String, Sharing)>> {
     sqlx::query_as(
@@ -114,7 +114,7 @@ pub(super) async fn grants(
 }
 
 pub(super) async fn grant_of(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     user: &crate::ids::UserId,
 ) -> sqlx::Result<Option<Sharing>> {
@@ -126,7 +126,7 @@ pub(super) async fn grant_of(
 }
 
 pub(super) async fn set_others_can(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     to: Sharing,
 ) -> sqlx::Result<()> {
@@ -139,7 +139,7 @@ pub(super) async fn set_others_can(
 }
 
 pub(super) async fn set_grant(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
     user: &crate::ids::UserId,
     access: Sharing,

@@ -17,7 +17,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use auth::{CurrentUser, check_csrf};
 pub use limiter::LoginLimiter;
-pub use session_store::{SqliteSessionStore, id_hash};
+pub use session_store::{DbSessionStore, id_hash};
 
 use crate::AppState;
 
@@ -59,10 +59,10 @@ pub fn router() -> Router<AppState> {
 
 /// The cookie: `__Host-` prefixed and `Secure` under TLS, HttpOnly,
 /// SameSite=Strict, path `/`, ending after the idle timeout.
-pub fn session_layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
+pub fn session_layer(state: &AppState) -> SessionManagerLayer<DbSessionStore> {
     let tls = state.settings.public_url.starts_with("https://");
     let name = if tls { "__Host-widgetd" } else { "widgetd" };
-    SessionManagerLayer::new(SqliteSessionStore::new(state.db.clone()))
+    SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
         .with_name(name)
         .with_secure(tls)
         .with_http_only(true)

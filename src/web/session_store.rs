@@ -11,11 +11,11 @@ use tower_sessions::session_store::{self, SessionStore};
 use crate::db::Db;
 
 #[derive(Debug, Clone)]
-pub struct SqliteSessionStore {
+pub struct DbSessionStore {
     db: Db,
 }
 
-impl SqliteSessionStore {
+impl DbSessionStore {
     pub fn new(db: Db) -> Self {
         Self { db }
     }
@@ -45,7 +45,7 @@ fn expiry_ms(record: &Record) -> i64 {
 }
 
 #[async_trait]
-impl SessionStore for SqliteSessionStore {
+impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         if record.data.is_empty() {
             return Ok(());

@@ -101,7 +101,7 @@ async fn list_deliveries(
 /// A `webhook.create` / `webhook.delete` row: the endpoint and the host it
 /// points at (a Slack URL's path is itself a credential, so not the URL).
 pub(super) async fn audit_change(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut sqlx::AnyConnection,
     action: &'static str,
     user: &UserId,
     client: &ClientAddr,

@@ -14,7 +14,7 @@ pub mod page;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::crypto::{Keyring, aad, random_bytes};
 use crate::error::{AppError, AppResult};
@@ -107,7 +107,7 @@ fn check_url(url: &str) -> AppResult<String> {
 
 /// Adds an endpoint for `owner`; the secret (`whsec_…`) is returned once.
 pub async fn create_endpoint(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     owner: &UserId,
     url: &str,
@@ -163,7 +163,7 @@ pub async fn create_endpoint(
 
 /// The owner's endpoints, oldest first.
 pub async fn list_endpoints(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
 ) -> sqlx::Result<Vec<Endpoint>> {
     sqlx::query_as(
@@ -177,7 +177,7 @@ pub async fn list_endpoints(
 /// Deletes one of the owner's endpoints (and its undelivered notices);
 /// returns whether there was one.
 pub async fn delete_endpoint(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     id: &str,
 ) -> sqlx::Result<bool> {
@@ -203,7 +203,7 @@ pub struct Notice<'a> {
 /// Queues `notice` for every endpoint of the session's creator, inside the
 /// caller's transaction.
 pub async fn enqueue(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     settings: &Settings,
     notice: &Notice<'_>,
 ) -> sqlx::Result<()> {
@@ -271,7 +271,7 @@ pub struct Delivery {
 
 /// The owner's most recent notices, newest first.
 pub async fn deliveries(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     limit: i64,
 ) -> sqlx::Result<Vec<Delivery>> {
@@ -289,7 +289,7 @@ pub async fn deliveries(
 
 /// The HMAC key of an endpoint, decrypted for signing.
 async fn signing_key(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     keyring: &Keyring,
     endpoint: &str,
 ) -> AppResult<(SecretBytes, String, String)> {

@@ -9,7 +9,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::error::{AppError, AppResult};
@@ -329,7 +329,7 @@ impl MatchedRule {
 /// The live rule matching this request, if any: one for its exact input,
 /// else a command pattern that covers its (plain) command.
 pub async fn matching_rule(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     params: &ApprovalParams,
 ) -> sqlx::Result<Option<MatchedRule>> {
@@ -368,7 +368,7 @@ pub async fn matching_rule(
 /// Records an "Always" answer for this exact input, or for every command
 /// matching `pattern`; returns the rule id (an existing live one if any).
 pub async fn keep_rule(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     owner: &UserId,
     by: &UserId,
     params: &ApprovalParams,
@@ -409,10 +409,7 @@ pub async fn keep_rule(
 }
 
 /// The owner's live rules, newest first.
-pub async fn list_rules(
-    conn: &mut SqliteConnection,
-    owner: &UserId,
-) -> AppResult<Vec<ApprovalRule>> {
+pub async fn list_rules(conn: &mut AnyConnection, owner: &UserId) -> AppResult<Vec<ApprovalRule>> {
     Ok(sqlx::query_as(
         "SELECT r.id, r.tool, r.match_kind, r.input, r.created_at, u.name AS created_by FROM approval_rules r
          JOIN users u ON u.id = r.created_by WHERE r.owner_id = $1 AND r.revoked_at IS NULL ORDER BY r.created_at DESC",
@@ -423,11 +420,7 @@ pub async fn list_rules(
 }
 
 /// Revokes one of the owner's live rules; 404 otherwise. Returns its tool.
-pub async fn revoke_rule(
-    conn: &mut SqliteConnection,
-    owner: &UserId,
-    id: &str,
-) -> AppResult<String> {
+pub async fn revoke_rule(conn: &mut AnyConnection, owner: &UserId, id: &str) -> AppResult<String> {
     let tool: Option<String> = sqlx::query_scalar(
         "UPDATE approval_rules SET revoked_at = $1 WHERE id = $2 AND owner_id = $3 AND revoked_at IS NULL RETURNING tool",
     )

@@ -16,7 +16,7 @@ mod store;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 pub use crate::ids::WidgetId;
@@ -42,9 +42,8 @@ use crate::{AppState, clock, events, prompts};
 pub const ENV_VARS: &str = "env_vars";
 
 /// Where a widget is in its life. Every state but `pending` is terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(rename_all = "snake_case")]
 pub enum WidgetStatus {
     Pending,
     Submitted,
@@ -53,6 +52,15 @@ pub enum WidgetStatus {
     Cancelled,
     AlreadyPresent,
 }
+
+crate::db::text_enum!(WidgetStatus {
+    Pending => "pending",
+    Submitted => "submitted",
+    Dismissed => "dismissed",
+    Expired => "expired",
+    Cancelled => "cancelled",
+    AlreadyPresent => "already_present",
+});
 
 impl WidgetStatus {
     pub fn as_str(self) -> &'static str {
@@ -158,7 +166,7 @@ fn not_pending(status: WidgetStatus) -> AppError {
 }
 
 /// The widget `id`, or 404.
-pub async fn get_widget(conn: &mut SqliteConnection, id: &WidgetId) -> AppResult<WidgetRow> {
+pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<WidgetRow> {
     store::find(conn, id)
         .await?
         .ok_or(AppError::NotFound("widget"))
@@ -166,7 +174,7 @@ pub async fn get_widget(conn: &mut SqliteConnection, id: &WidgetId) -> AppResult
 
 /// Every widget of a session, oldest first.
 pub async fn session_widgets(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> AppResult<Vec<WidgetRow>> {
     Ok(store::of_session(conn, session).await?)
@@ -211,7 +219,7 @@ pub const MAX_PENDING_PER_SESSION: i64 = 50;
 
 /// `409 too_many_pending` when the session already has the most widgets
 /// waiting that a person can be asked to face.
-async fn check_pending_cap(tx: &mut SqliteConnection, session: &SessionId) -> AppResult<()> {
+async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
     let pending: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'",
     )
@@ -233,7 +241,7 @@ async fn check_pending_cap(tx: &mut SqliteConnection, session: &SessionId) -> Ap
 /// Writes a new widget with its transcript message, `widget:created` event
 /// and audit row; a widget born terminal also gets its prompt at once.
 async fn insert_widget(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
     params: &Params,
@@ -559,7 +567,7 @@ pub async fn wait_for_answer(
 /// pending any more.
 #[allow(clippy::too_many_arguments)]
 async fn transition(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
     params: &Params,
@@ -576,7 +584,7 @@ async fn transition(
 }
 
 async fn after_resolution(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
     params: &Params,
@@ -611,7 +619,7 @@ async fn after_resolution(
 
 /// Queues the webhook notices of a change, in its transaction.
 async fn notify(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
     params: &Params,
@@ -668,7 +676,7 @@ fn stored_params(widget: &WidgetRow) -> AppResult<Params> {
 /// A pending widget of a session `user` may answer, with its session and
 /// parameters, inside the caller's transaction.
 async fn answerable(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     id: &WidgetId,
     user: &UserId,
 ) -> AppResult<(WidgetRow, Session, Params)> {

@@ -1,7 +1,7 @@
 //! SQL of widgets and their transcript messages.
 
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{WidgetId, WidgetStatus};
 use crate::ids::{SessionId, UserId};
@@ -24,7 +24,7 @@ pub struct WidgetRow {
 const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
 /// Inserts a widget and its transcript message.
-pub(super) async fn insert(conn: &mut SqliteConnection, w: &WidgetRow) -> sqlx::Result<()> {
+pub(super) async fn insert(conn: &mut AnyConnection, w: &WidgetRow) -> sqlx::Result<()> {
     sqlx::query(&format!(
         "INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
     ))
@@ -52,7 +52,7 @@ pub(super) async fn insert(conn: &mut SqliteConnection, w: &WidgetRow) -> sqlx::
 }
 
 pub(super) async fn find(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &WidgetId,
 ) -> sqlx::Result<Option<WidgetRow>> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM widgets WHERE id = $1"))
@@ -63,7 +63,7 @@ pub(super) async fn find(
 
 /// The one way out of `pending`: false when the widget was no longer pending.
 pub(super) async fn resolve(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &WidgetId,
     to: WidgetStatus,
     result: &Value,
@@ -86,7 +86,7 @@ pub(super) async fn resolve(
 
 /// Pending widgets whose time is up, oldest first.
 pub(super) async fn due(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     now: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<WidgetRow>> {
@@ -100,7 +100,7 @@ pub(super) async fn due(
 }
 
 pub(super) async fn pending_of_session(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<WidgetRow>> {
     sqlx::query_as(&format!(
@@ -112,7 +112,7 @@ pub(super) async fn pending_of_session(
 }
 
 /// Display name of a user, for result metadata.
-pub(super) async fn user_name(conn: &mut SqliteConnection, id: &UserId) -> sqlx::Result<String> {
+pub(super) async fn user_name(conn: &mut AnyConnection, id: &UserId) -> sqlx::Result<String> {
     sqlx::query_scalar("SELECT name FROM users WHERE id = $1")
         .bind(id)
         .fetch_one(conn)
@@ -120,7 +120,7 @@ pub(super) async fn user_name(conn: &mut SqliteConnection, id: &UserId) -> sqlx:
 }
 
 pub(super) async fn of_session(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<WidgetRow>> {
     sqlx::query_as(&format!(

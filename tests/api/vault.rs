@@ -1,7 +1,7 @@
 //! Properties of the encrypted store, checked on the SQLite file itself.
 
 use secrecy::{ExposeSecret, SecretString};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use widgetd::auth::{self, Role, User};
 use widgetd::crypto::{MasterKey, MasterKeySource, rewrap_keyring};
 use widgetd::error::AppError;
@@ -79,7 +79,7 @@ impl Vault {
             .collect())
     }
 
-    fn pool(&self) -> &SqlitePool {
+    fn pool(&self) -> &AnyPool {
         &self.data.db.write
     }
 

@@ -1,0 +1,100 @@
+//! PostgreSQL, for several daemons on one database: one pool per daemon,
+//! advisory locks where SQLite had a single writer or a single daemon.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyConnection, AnyPool};
+
+use super::DatabaseUrl;
+
+/// Connections per daemon. Long-polls and event streams hold none while
+/// they wait, so this bounds concurrent queries, not clients.
+const CONNECTIONS: u32 = 16;
+
+/// The advisory lock every write transaction of the deployment takes: the
+/// PostgreSQL counterpart of SQLite's single writer (see `db/mod.rs`).
+const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
+
+/// Connects the daemon's pool.
+pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    let DatabaseUrl::Postgres(text) = url else {
+        unreachable!("only PostgreSQL URLs come here")
+    };
+    let options: AnyConnectOptions = text
+        .parse()
+        .with_context(|| format!("cannot use the database URL {url}"))?;
+    AnyPoolOptions::new()
+        .max_connections(CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot connect to PostgreSQL at {url}: is it running, and does the database exist?"
+            )
+        })
+}
+
+/// Takes the deployment's write lock inside the transaction on `conn`; it
+/// is released by the transaction's end.
+pub(super) async fn take_write_lock(conn: &mut AnyConnection) -> sqlx::Result<()> {
+    // Wrapped in a SELECT that returns an integer: the Any driver cannot
+    // carry PostgreSQL's `void`.
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+        .bind(WRITE_LOCK)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Runs `job` while holding the session-level advisory lock named `name`,
+/// or skips it (`None`) when another daemon holds it.
+pub(super) async fn exclusively<F, T>(
+    pool: &AnyPool,
+    name: &str,
+    job: F,
+) -> anyhow::Result<Option<T>>
+where
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let key = lock_key(name);
+    let mut conn = pool.acquire().await?;
+    let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(key)
+        .fetch_one(&mut *conn)
+        .await?;
+    if !taken {
+        return Ok(None);
+    }
+    let outcome = job.await;
+    let released = sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock($1)")
+        .bind(key)
+        .fetch_one(&mut *conn)
+        .await;
+    if released.is_err() {
+        // A session lock lives as long as its connection: never hand a
+        // connection that may still hold it back to the pool.
+        conn.close_on_drop();
+    }
+    outcome.map(Some)
+}
+
+/// A stable 64-bit key for a job name (FNV-1a), so every daemon of every
+/// version agrees on it.
+fn lock_key(name: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash as i64
+}
+
+/// PostgreSQL's disk_full (53100) and read_only_sql_transaction (25006).
+pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some_and(|e| matches!(e.code(), "53100" | "25006"))
+}
