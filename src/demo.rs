@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 use crate::audit::{Actor, ClientAddr};
 use crate::ids::{SessionId, UserId};
 use crate::transcript::{Role, add_message};
-use crate::widgets::{
-    self, AskParams, AskUserInput, Cause, Created, RequestEnvVarsInput, WidgetStatus,
-};
+use crate::widgets::approval::RequestApprovalInput;
+use crate::widgets::ask::AskUserInput;
+use crate::widgets::env_vars::RequestEnvVarsInput;
+use crate::widgets::{self, Approval, AskUser, Cause, Created, EnvVars, Request, WidgetStatus};
 use crate::{AppState, auth, prompts, sessions};
 
 /// The demo user's name.
@@ -117,7 +118,8 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
         "instructions": "This is a demo: type any text, for example `not-a-real-key`. The value goes to widgetd's encrypted store; **I never see it**.",
         "default_scope": "session",
     }))?;
-    let created = widgets::request_env_vars(state, session, input, cause()).await?;
+    let created =
+        widgets::create::<EnvVars>(state, session, EnvVars::parse(input)?, cause()).await?;
     let text = match outcome(state, session, created).await? {
         (WidgetStatus::Submitted | WidgetStatus::AlreadyPresent, result) => format!(
             "Thanks! DEMO_WEATHER_API_KEY is saved ({} scope). A real agent would get it in its environment on its next turn; I was only told its name.",
@@ -135,9 +137,8 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
             { "label": "Oslo", "description": "Bring a coat" },
         ],
     }]}))?;
-    let params = AskParams::parse(&question)?;
-    let created =
-        widgets::request_question(state, session, widgets::ASK_USER, params, cause()).await?;
+    let params = AskUser::parse(question)?;
+    let created = widgets::create::<AskUser>(state, session, params, cause()).await?;
     let text = match outcome(state, session, created).await? {
         (WidgetStatus::Submitted, result) => format!(
             "You answered {}. Answers to questions are not secrets, so they do come back to the agent.",
@@ -147,13 +148,13 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
     };
     say(state, session, &text).await?;
 
-    let approval: widgets::approval::RequestApprovalInput = serde_json::from_value(json!({
+    let approval: RequestApprovalInput = serde_json::from_value(json!({
         "tool": "Bash",
         "input": { "command": "curl -s https://weather.example/forecast" },
         "reason": "Fetch the forecast (the demo runs nothing).",
     }))?;
-    let params = widgets::approval::ApprovalParams::parse(&approval)?;
-    let created = widgets::request_approval(state, session, params, cause()).await?;
+    let params = Approval::parse(approval)?;
+    let created = widgets::create::<Approval>(state, session, params, cause()).await?;
     let text = match outcome(state, session, created).await? {
         (WidgetStatus::Submitted | WidgetStatus::AlreadyPresent, r) if r["decision"] != "deny" => {
             "Approved. A real agent would run the command now; this demo runs nothing."

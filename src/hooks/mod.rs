@@ -23,7 +23,7 @@ use crate::error::{AppError, AppResult};
 use crate::sessions::Session;
 use crate::transcript::{self, Role};
 use crate::widgets::approval::{self, ApprovalParams, RequestApprovalInput};
-use crate::widgets::{self, Cause, WidgetStatus, check_wait};
+use crate::widgets::{self, Approval, Cause, WidgetStatus, check_wait};
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
@@ -134,7 +134,7 @@ async fn decide(
         return Ok(Verdict::AlwaysAllowed);
     }
     drop(conn);
-    let created = widgets::request_approval(state, &session.id, params, cause).await?;
+    let created = widgets::create::<Approval>(state, &session.id, params, cause).await?;
     if created.status != WidgetStatus::Pending || wait == 0 {
         return Ok(Verdict::from_result(created.status, None));
     }

@@ -10,7 +10,7 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AgentSession;
 use super::inflight::CallKey;
@@ -19,7 +19,7 @@ use crate::access::{self, Caller, Need};
 use crate::api::parse_value;
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
-use crate::widgets::{self, Cause, RequestEnvVarsInput, WidgetId, WidgetView};
+use crate::widgets::{self, Approval, Ask, AskUser, Cause, EnvVars, Request, WidgetId, WidgetView};
 
 /// The MCP server: one per request (stateless), sharing the app state.
 #[derive(Clone)]
@@ -40,39 +40,22 @@ impl AgentTools {
         Self { state }
     }
 
-    async fn create_env_vars_widget(
+    /// Every widget tool: the arguments parsed and validated as the REST
+    /// twin's body, the widget created in the caller's session, then the
+    /// answer waited for when `wait_seconds` asks for it.
+    async fn create<R: Request>(
         &self,
         ctx: &RequestContext<RoleServer>,
-        input: RequestEnvVarsInput,
+        args: JsonObject,
     ) -> AppResult<Value> {
+        let (params, wait) = widgets::validate::<R>(parse_args(args)?)?;
         let agent = caller(ctx)?;
         let actor = Actor::Agent(agent.session_id.clone());
         let cause = Cause {
             actor: &actor,
             client: &agent.client,
         };
-        let created =
-            widgets::request_env_vars(&self.state, &agent.session_id, input, cause).await?;
-        Ok(json!({ "widget_id": created.widget_id, "status": created.status }))
-    }
-
-    async fn question(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        kind: &'static str,
-        params: AppResult<widgets::AskParams>,
-        wait: Option<u64>,
-    ) -> AppResult<Value> {
-        let params = params?;
-        let wait = widgets::check_wait(wait)?;
-        let agent = caller(ctx)?;
-        let actor = Actor::Agent(agent.session_id.clone());
-        let cause = Cause {
-            actor: &actor,
-            client: &agent.client,
-        };
-        let created =
-            widgets::request_question(&self.state, &agent.session_id, kind, params, cause).await?;
+        let created = widgets::create::<R>(&self.state, &agent.session_id, params, cause).await?;
         self.wait(ctx, created, wait).await
     }
 
@@ -103,24 +86,6 @@ impl AgentTools {
             agent.inflight.answered(&key, answered);
         }
         Ok(waited.body)
-    }
-
-    async fn approval(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        input: widgets::approval::RequestApprovalInput,
-    ) -> AppResult<Value> {
-        let params = widgets::approval::ApprovalParams::parse(&input)?;
-        let wait = widgets::check_wait(input.wait_seconds)?;
-        let agent = caller(ctx)?;
-        let actor = Actor::Agent(agent.session_id.clone());
-        let cause = Cause {
-            actor: &actor,
-            client: &agent.client,
-        };
-        let created =
-            widgets::request_approval(&self.state, &agent.session_id, params, cause).await?;
-        self.wait(ctx, created, wait).await
     }
 
     async fn widget_status(
@@ -158,14 +123,13 @@ impl AgentTools {
     /// Status `already_present`: every name is already configured, so you
     /// can proceed now.
     /// NEVER ask the user to paste secret values into the chat.
-    #[tool(input_schema = schema::<RequestEnvVarsInput>())]
+    #[tool(input_schema = input_schema::<EnvVars>())]
     async fn request_env_vars(
         &self,
         Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let call = async { self.create_env_vars_widget(&ctx, parse_args(args)?).await };
-        respond(call.await)
+        respond(self.create::<EnvVars>(&ctx, args).await)
     }
 
     /// Ask the user 1 to 4 multiple-choice questions, shown as a form in the
@@ -180,36 +144,26 @@ impl AgentTools {
     /// `wait_seconds` (at most 300) it waits and returns the answers; if the
     /// time runs out it returns `pending` and the answers still arrive as a
     /// message later. There is never a default answer on timeout.
-    #[tool(input_schema = schema::<widgets::AskUserInput>())]
+    #[tool(input_schema = input_schema::<AskUser>())]
     async fn ask_user(
         &self,
         Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let call = async {
-            let input: widgets::AskUserInput = parse_args(args)?;
-            let params = widgets::AskParams::parse(&input);
-            (self.question(&ctx, widgets::ASK_USER, params, input.wait_seconds)).await
-        };
-        respond(call.await)
+        respond(self.create::<AskUser>(&ctx, args).await)
     }
 
     /// Ask the user one simple question: `confirm` (Yes / No by default),
     /// `buttons`, `select`, `radio` or `checkbox` (several choices,
     /// comma-joined), with an optional preselected `default`. Returns and
     /// waits exactly like `ask_user`.
-    #[tool(input_schema = schema::<widgets::AskInput>())]
+    #[tool(input_schema = input_schema::<Ask>())]
     async fn ask(
         &self,
         Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let call = async {
-            let input: widgets::AskInput = parse_args(args)?;
-            let params = widgets::AskParams::parse_simple(&input);
-            (self.question(&ctx, widgets::ASK, params, input.wait_seconds)).await
-        };
-        respond(call.await)
+        respond(self.create::<Ask>(&ctx, args).await)
     }
 
     /// Ask the user before running a tool: they see the tool and its input
@@ -218,13 +172,13 @@ impl AgentTools {
     /// later identical requests at once (`already_present`) until the user
     /// revokes it. Returns and waits like `ask_user`; without waiting, END
     /// YOUR TURN and do not run the tool until the answer arrives.
-    #[tool(input_schema = schema::<widgets::approval::RequestApprovalInput>())]
+    #[tool(input_schema = input_schema::<Approval>())]
     async fn request_approval(
         &self,
         Parameters(args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        respond(async { self.approval(&ctx, parse_args(args)?).await }.await)
+        respond(self.create::<Approval>(&ctx, args).await)
     }
 
     /// The current state of a widget you created in this session: its
@@ -270,6 +224,11 @@ fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
                 "an MCP tool was called without an authenticated agent session"
             ))
         })
+}
+
+/// The JSON schema of request `R`'s arguments, as `tools/list` shows it.
+fn input_schema<R: Request>() -> std::sync::Arc<JsonObject> {
+    schema::<R::Input>()
 }
 
 /// The JSON schema of a tool's arguments, as `tools/list` shows it.

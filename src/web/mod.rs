@@ -4,7 +4,7 @@ mod account;
 mod admin;
 pub mod auth;
 pub mod limiter;
-mod markdown;
+pub(crate) mod markdown;
 pub mod pages;
 mod session_store;
 mod views;

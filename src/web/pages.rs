@@ -21,6 +21,7 @@ use crate::error::{AppError, AppResult};
 use crate::secrets::api::audit_env;
 use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
 use crate::sessions::{self, Session, Sharing};
+use crate::widgets::card::{FormError, Viewer};
 use crate::widgets::{self, WidgetId, approval};
 use crate::{AppState, clock, transcript};
 
@@ -209,8 +210,6 @@ struct TranscriptPage {
     title: String,
     archived: bool,
     entries: Vec<Entry>,
-    /// The viewer may submit and dismiss widgets.
-    can_answer: bool,
     /// The viewer created the session and may share it.
     owner: bool,
     others_can: &'static str,
@@ -250,7 +249,7 @@ async fn transcript_page(
     state: &AppState,
     user: &CurrentUser,
     session: Session,
-    error: Option<(&str, &views::FormError)>,
+    error: Option<(&str, &FormError)>,
     before: Option<i64>,
 ) -> AppResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
@@ -264,6 +263,12 @@ async fn transcript_page(
     let (others_can, grants) = sessions::sharing(&mut conn, &session).await?;
     drop(conn);
     let vault = vault_of(state, &session).await?;
+    let viewer = Viewer {
+        csrf: &user.csrf,
+        can_answer: access >= Access::Prompt,
+        vault: &vault,
+    };
+    let entries = views::entries(messages, widgets, &viewer, error)?;
     Ok(TranscriptPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
@@ -271,8 +276,7 @@ async fn transcript_page(
         session_id: session.id.to_string(),
         title: session.title,
         archived: session.archived_at.is_some(),
-        entries: views::entries(messages, widgets, &vault, error),
-        can_answer: access >= Access::Prompt,
+        entries,
         owner: access == Access::Owner,
         others_can: others_can.as_str(),
         grants: grants
@@ -315,7 +319,7 @@ pub async fn answer_refused(
     err: AppError,
 ) -> Response {
     let (status, body) = err.to_body();
-    let shown = views::FormError {
+    let shown = FormError {
         code: body["error"]["code"]
             .as_str()
             .unwrap_or_default()
@@ -339,8 +343,6 @@ pub async fn answer_refused(
 #[derive(Template, WebTemplate)]
 #[template(path = "widget_fragment.html")]
 struct WidgetFragment {
-    csrf: String,
-    can_answer: bool,
     w: WidgetCard,
 }
 
@@ -359,10 +361,13 @@ pub async fn view_widget_get(
     let vault = vault_of(&state, &session).await?;
     let access =
         access::person_access(&mut *state.db.read.acquire().await?, &session, &user.id).await?;
-    let fragment = WidgetFragment {
-        csrf: user.csrf.clone(),
+    let viewer = Viewer {
+        csrf: &user.csrf,
         can_answer: access >= Access::Prompt,
-        w: views::widget_card(&row, &vault, None),
+        vault: &vault,
+    };
+    let fragment = WidgetFragment {
+        w: views::widget_card(&row, &viewer, None)?,
     };
     Ok(fragment.into_response())
 }

@@ -7,19 +7,16 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde_json::{Value, json};
 
-use super::approval::{APPROVAL, ApprovalParams, RequestApprovalInput};
 use super::{
-    ASK, ASK_USER, AskInput, AskParams, AskUserInput, Cause, Created, ENV_VARS,
-    RequestEnvVarsInput, Submission, SubmissionJson, WidgetId, WidgetView, after_waiting,
-    archive_session, ask_and_wait, check_wait, dismiss_widget, get_widget, request_approval,
-    request_env_vars, submit_answers, submit_decision, submit_env_vars,
+    AnswerBody, Approval, Ask, AskUser, Cause, EnvVars, Request, WidgetId, WidgetView,
+    after_waiting, archive_session, create, dismiss_widget, get_widget, submit, validate,
 };
 use crate::AppState;
 use crate::access::{self, Caller, Need};
-use crate::api::{ApiJson, parse_json};
+use crate::api::ApiJson;
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
@@ -29,16 +26,19 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/api/v1/sessions/{id}/widgets/env-vars",
-            post(create_env_vars_widget),
+            post(create_widget::<EnvVars>),
         )
         .route(
             "/api/v1/sessions/{id}/widgets/ask-user",
-            post(create_ask_user_widget),
+            post(create_widget::<AskUser>),
         )
-        .route("/api/v1/sessions/{id}/widgets/ask", post(create_ask_widget))
+        .route(
+            "/api/v1/sessions/{id}/widgets/ask",
+            post(create_widget::<Ask>),
+        )
         .route(
             "/api/v1/sessions/{id}/widgets/approval",
-            post(create_approval_widget),
+            post(create_widget::<Approval>),
         )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/widgets/{id}", get(read_widget))
@@ -53,85 +53,24 @@ fn actor_of(principal: &Principal) -> Actor {
     }
 }
 
-async fn create_env_vars_widget(
+/// `POST /api/v1/sessions/{id}/widgets/…`: the REST twin of request `R`'s
+/// MCP tool, with the same body and the same answer (`201`).
+async fn create_widget<R: Request>(
     State(state): State<AppState>,
     principal: Principal,
     client: ClientAddr,
     Path(id): Path<String>,
-    ApiJson(input): ApiJson<RequestEnvVarsInput>,
-) -> AppResult<(StatusCode, Json<Created>)> {
-    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    let actor = actor_of(&principal);
-    let created = request_env_vars(
-        &state,
-        &session.id,
-        input,
-        Cause {
-            actor: &actor,
-            client: &client,
-        },
-    )
-    .await?;
-    Ok((StatusCode::CREATED, Json(created)))
-}
-
-/// `POST /api/v1/sessions/{id}/widgets/ask-user`: the REST twin of `ask_user`.
-async fn create_ask_user_widget(
-    State(state): State<AppState>,
-    principal: Principal,
-    client: ClientAddr,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<AskUserInput>,
+    ApiJson(input): ApiJson<R::Input>,
 ) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    let params = AskParams::parse(&input)?;
+    let (params, wait) = validate::<R>(input)?;
     let actor = actor_of(&principal);
     let cause = Cause {
         actor: &actor,
         client: &client,
     };
-    let wait = check_wait(input.wait_seconds)?;
-    let waited = ask_and_wait(&state, &session.id, ASK_USER, params, wait, cause).await?;
-    Ok(waited.into_response(&state, StatusCode::CREATED))
-}
-
-/// `POST /api/v1/sessions/{id}/widgets/ask`: the REST twin of `ask`.
-async fn create_ask_widget(
-    State(state): State<AppState>,
-    principal: Principal,
-    client: ClientAddr,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<AskInput>,
-) -> AppResult<Response> {
-    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    let params = AskParams::parse_simple(&input)?;
-    let actor = actor_of(&principal);
-    let cause = Cause {
-        actor: &actor,
-        client: &client,
-    };
-    let wait = check_wait(input.wait_seconds)?;
-    let waited = ask_and_wait(&state, &session.id, ASK, params, wait, cause).await?;
-    Ok(waited.into_response(&state, StatusCode::CREATED))
-}
-
-/// `POST /api/v1/sessions/{id}/widgets/approval`: the REST twin of `request_approval`.
-async fn create_approval_widget(
-    State(state): State<AppState>,
-    principal: Principal,
-    client: ClientAddr,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<RequestApprovalInput>,
-) -> AppResult<Response> {
-    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    let params = ApprovalParams::parse(&input)?;
-    let actor = actor_of(&principal);
-    let cause = Cause {
-        actor: &actor,
-        client: &client,
-    };
-    let created = request_approval(&state, &session.id, params, cause).await?;
-    let waited = after_waiting(&state, created, check_wait(input.wait_seconds)?).await?;
+    let created = create::<R>(&state, &session.id, params, cause).await?;
+    let waited = after_waiting(&state, created, wait).await?;
     Ok(waited.into_response(&state, StatusCode::CREATED))
 }
 
@@ -230,9 +169,9 @@ fn answered(form: bool, view: WidgetView) -> Response {
     }
 }
 
-/// `POST /widgets/{id}/submit`: a form post (`value.NAME`, `use_saved.NAME`,
-/// `scope`, `csrf_token`) or JSON (`values`, `use_saved`, `scope`, with
-/// `X-CSRF-Token`).
+/// `POST /widgets/{id}/submit`: a form post (with `csrf_token`) or JSON
+/// (with `X-CSRF-Token`), whose fields the widget's kind reads
+/// (`docs/widgets.md` names them per kind).
 async fn submit_widget(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -262,39 +201,11 @@ async fn submit_widget(
         AppError::NotFound(_) => AppError::NotFound("widget"),
         other => other,
     })?;
-    let kind = row.kind;
-    let answer = async {
-        match kind.as_str() {
-            ENV_VARS => {
-                let submission = if form {
-                    Submission::from_form(fields)?
-                } else {
-                    Submission::from_json(parse_json::<SubmissionJson>(&body)?)?
-                };
-                submit_env_vars(&state, &id, &user.id, submission, &client).await
-            }
-            ASK_USER | ASK | APPROVAL => {
-                // Answers and decisions are not secrets: they go back to the agent.
-                let plain: Vec<(String, String)> = if form {
-                    fields
-                        .into_iter()
-                        .map(|(k, v)| (k, v.expose_secret().to_owned()))
-                        .collect()
-                } else {
-                    json_fields(&body)?
-                };
-                if kind == APPROVAL {
-                    submit_decision(&state, &id, &user.id, &plain, &client).await
-                } else {
-                    submit_answers(&state, &id, &user.id, &plain, &client).await
-                }
-            }
-            other => Err(AppError::invalid(
-                "unsupported_widget",
-                format!("`{other}` widgets cannot be answered here"),
-            )),
-        }
+    let body = match form {
+        true => AnswerBody::Form(fields),
+        false => AnswerBody::Json(body),
     };
+    let answer = submit(&state, &row, &user.id, body, &client);
     match answer.await {
         Ok(view) => Ok(answered(form, view)),
         // The person sees the form again with the reason beside it.
@@ -303,26 +214,6 @@ async fn submit_widget(
         }
         Err(err) => Err(err),
     }
-}
-
-/// A JSON answer uses the form's field names: `{"answer.0": "Postgres",
-/// "answer.1": ["EU", "US"], "other.2": "…"}`.
-fn json_fields(body: &[u8]) -> AppResult<Vec<(String, String)>> {
-    let map: std::collections::BTreeMap<String, StringOrMany> = parse_json(body)?;
-    Ok(map
-        .into_iter()
-        .flat_map(|(k, v)| match v {
-            StringOrMany::One(v) => vec![(k, v)],
-            StringOrMany::Many(vs) => vs.into_iter().map(|v| (k.clone(), v)).collect(),
-        })
-        .collect())
-}
-
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum StringOrMany {
-    One(String),
-    Many(Vec<String>),
 }
 
 /// `POST /widgets/{id}/dismiss`.

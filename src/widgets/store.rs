@@ -111,6 +111,17 @@ pub(super) async fn pending_of_session(
     .await
 }
 
+/// How many widgets of `session` are pending.
+pub(super) async fn pending_count(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'")
+        .bind(session)
+        .fetch_one(conn)
+        .await
+}
+
 /// Display name of a user, for result metadata.
 pub(super) async fn user_name(conn: &mut AnyConnection, id: &UserId) -> sqlx::Result<String> {
     sqlx::query_scalar("SELECT name FROM users WHERE id = $1")

@@ -4,7 +4,11 @@
 //! identical requests at once until it is revoked. For a shell command the
 //! person may instead allow every command matching a pattern
 //! (`git status *`); such a rule never matches a command with shell
-//! metacharacters.
+//! metacharacters. The decision is read in `answer.rs` (with the resume
+//! prompt and the badges), the card drawn in `card.rs`.
+
+mod answer;
+mod card;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,8 +19,7 @@ use crate::clock;
 use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
 
-/// Kind name of approval widgets.
-pub const APPROVAL: &str = "approval";
+pub use answer::Approval;
 
 const MAX_TOOL_CHARS: usize = 100;
 const MAX_INPUT_BYTES: usize = 16 * 1024;
@@ -83,7 +86,7 @@ impl ApprovalParams {
                 format!("`reason` has at most {MAX_REASON_CHARS} characters"),
             ));
         }
-        super::check_wait(input.wait_seconds)?;
+        crate::widgets::check_wait(input.wait_seconds)?;
         Ok(Self {
             tool: tool.to_owned(),
             input: input.input.clone(),

@@ -1,15 +1,29 @@
-//! The `env_vars` widget: what an agent may ask for, and what a person may
-//! answer. Agent input is untrusted: it is parsed into [`EnvVarsParams`] or
-//! refused with a code that says what to fix.
+//! The `env_vars` kind (`request_env_vars`): the agent asks for
+//! environment variables by name; a person types the values, which go to
+//! the session creator's encrypted store and never back to the agent.
+//! Agent input is untrusted: it is parsed into [`EnvVarsParams`] or refused
+//! with a code that says what to fix. The answer is read in `answer.rs`,
+//! the card drawn in `card.rs`.
+
+mod answer;
+mod card;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
-use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
 
+use super::WidgetStatus;
+use super::card::{Badge, Card, who};
+use super::kind::{AnswerBody, Answering, Kind, Request};
+use crate::api::parse_json;
 use crate::error::{AppError, AppResult};
-use crate::secrets::{EnvVarName, SecretValue};
+use crate::secrets::{self, EnvVarName};
+use crate::sessions::Session;
+
+pub use answer::{Submission, SubmissionJson, USE_SAVED_FIELD, VALUE_FIELD};
 
 const MAX_NAMES: usize = 10;
 const MAX_REASON_CHARS: usize = 500;
@@ -190,164 +204,141 @@ impl EnvVarsParams {
     }
 }
 
-/// A person's answer to an `env_vars` widget: typed values, names for which
-/// the stored global value is reused, and the scope to store under.
-#[derive(Debug, Default)]
-pub struct Submission {
-    pub scope: Option<ScopeChoice>,
-    pub values: Vec<(EnvVarName, SecretValue)>,
-    pub use_saved: Vec<EnvVarName>,
-    /// Whether it came from the browser form (whose line ends are CRLF).
-    pub from_form: bool,
+/// The `env_vars` kind and its request, `request_env_vars`.
+pub struct EnvVars;
+
+impl Request for EnvVars {
+    type Kind = Self;
+    const NAME: &'static str = "env_vars";
+    type Input = RequestEnvVarsInput;
+
+    fn parse(input: RequestEnvVarsInput) -> AppResult<EnvVarsParams> {
+        EnvVarsParams::parse(input)
+    }
 }
 
-/// The JSON shape of a submission.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubmissionJson {
-    #[serde(default)]
-    pub scope: Option<ScopeChoice>,
-    #[serde(default)]
-    pub values: BTreeMap<String, SecretString>,
-    #[serde(default)]
-    pub use_saved: Vec<String>,
-}
+impl Kind for EnvVars {
+    const NAMES: &'static [&'static str] = &[Self::NAME];
+    type Params = EnvVarsParams;
+    type Answer = Submission;
 
-/// Field names of the browser form: `value.NAME`, `use_saved.NAME`, `scope`.
-pub const VALUE_FIELD: &str = "value.";
-pub const USE_SAVED_FIELD: &str = "use_saved.";
-
-fn parse_field_name(raw: &str) -> AppResult<EnvVarName> {
-    EnvVarName::parse(raw).map_err(|_| {
-        invalid(
-            "names_mismatch",
-            "the form names a variable that is not valid".into(),
-        )
-    })
-}
-
-impl Submission {
-    /// From the JSON body.
-    pub fn from_json(body: SubmissionJson) -> AppResult<Self> {
-        let mut sub = Submission {
-            scope: body.scope,
-            ..Default::default()
-        };
-        for name in body.use_saved {
-            sub.use_saved.push(parse_field_name(&name)?);
-        }
-        for (name, value) in body.values {
-            let name = parse_field_name(&name)?;
-            sub.values
-                .push((name.clone(), SecretValue::parse(&name, value)?));
-        }
-        Ok(sub)
+    /// Nothing to ask when every name already resolves in the session's
+    /// effective env.
+    async fn born(
+        tx: &mut AnyConnection,
+        session: &Session,
+        params: &EnvVarsParams,
+    ) -> AppResult<Option<Value>> {
+        let present = secrets::effective_names(tx, &session.creator_id, &session.id).await?;
+        let all_present = params.names.iter().all(|n| present.contains(n.as_str()));
+        Ok(all_present.then(|| json!({ "names": params.names })))
     }
 
-    /// From the browser form's fields. A value left empty next to a ticked
-    /// "use the saved value" box is not an answer; any other empty value is.
-    pub fn from_form(fields: Vec<(String, SecretString)>) -> AppResult<Self> {
-        use secrecy::ExposeSecret;
-        let mut sub = Submission {
-            from_form: true,
-            ..Default::default()
-        };
-        let mut typed = Vec::new();
-        for (key, value) in fields {
-            if key == "scope" {
-                sub.scope = Some(match value.expose_secret() {
-                    "global" => ScopeChoice::Global,
-                    "session" => ScopeChoice::Session,
-                    _ => {
-                        return Err(invalid(
-                            "invalid_scope",
-                            "`scope` is `session` or `global`".into(),
-                        ));
-                    }
-                });
-            } else if let Some(name) = key.strip_prefix(USE_SAVED_FIELD) {
-                sub.use_saved.push(parse_field_name(name)?);
-            } else if let Some(name) = key.strip_prefix(VALUE_FIELD) {
-                typed.push((parse_field_name(name)?, value));
-            }
+    fn read(body: AnswerBody) -> AppResult<Submission> {
+        match body {
+            AnswerBody::Form(fields) => Submission::from_form(fields),
+            AnswerBody::Json(body) => Submission::from_json(parse_json::<SubmissionJson>(&body)?),
         }
-        for (name, value) in typed {
-            if value.expose_secret().is_empty() && sub.use_saved.contains(&name) {
-                continue;
-            }
-            sub.values
-                .push((name.clone(), SecretValue::parse(&name, value)?));
-        }
-        Ok(sub)
     }
 
-    /// The values as the person meant them: a browser sends the line ends
-    /// of a multi-line field as CRLF, so those become LF. Values typed into
-    /// single-line fields, and JSON submissions, are kept byte for byte.
-    pub fn with_meant_line_ends(mut self, params: &EnvVarsParams) -> Self {
-        if !self.from_form {
-            return self;
-        }
-        let multiline = |name: &EnvVarName| {
-            params
-                .variable_metadata
-                .get(name.as_str())
-                .is_some_and(|m| m.multiline)
-        };
-        self.values = self
-            .values
-            .into_iter()
-            .map(|(name, value)| match multiline(&name) {
-                true => (name, value.with_lf_line_ends()),
-                false => (name, value),
-            })
-            .collect();
-        self
+    async fn apply(
+        cx: &mut Answering<'_>,
+        params: &EnvVarsParams,
+        submission: Submission,
+    ) -> AppResult<Value> {
+        answer::store(cx, params, submission).await
     }
 
-    /// Checks that the answer covers exactly the requested names, each once.
-    pub fn check_names(&self, params: &EnvVarsParams) -> AppResult<()> {
-        let mut given = BTreeSet::new();
-        for name in self.values.iter().map(|(n, _)| n).chain(&self.use_saved) {
-            if !given.insert(name) {
-                return Err(invalid(
-                    "ambiguous_value",
-                    format!(
-                        "{name} is answered twice: type a value or use the saved one, not both"
-                    ),
-                ));
-            }
-        }
-        let requested: BTreeSet<&EnvVarName> = params.names.iter().collect();
-        if given != requested {
-            let missing: Vec<&str> = requested.difference(&given).map(|n| n.as_str()).collect();
-            let extra: Vec<&str> = given.difference(&requested).map(|n| n.as_str()).collect();
-            return Err(invalid(
-                "names_mismatch",
-                format!(
-                    "answer exactly the requested names; missing: [{}], not requested: [{}]",
-                    missing.join(", "),
-                    extra.join(", ")
+    fn prompt(tag: &str, params: &EnvVarsParams, to: WidgetStatus, result: &Value) -> String {
+        prompt(tag, to, &params.name_strs(), result["scope"].as_str())
+    }
+
+    fn unanswered(params: &EnvVarsParams) -> Value {
+        json!({ "names": params.names })
+    }
+
+    fn env_names(params: &EnvVarsParams) -> Option<Vec<String>> {
+        Some(params.names.iter().map(|n| n.to_string()).collect())
+    }
+
+    fn subject(params: &EnvVarsParams) -> String {
+        format!("Request for {}", params.name_strs().join(", "))
+    }
+
+    fn answered_badge(
+        params: &EnvVarsParams,
+        status: WidgetStatus,
+        result: &Value,
+        when: &str,
+    ) -> Badge {
+        let names = params.name_strs().join(", ");
+        match status {
+            WidgetStatus::AlreadyPresent => Badge {
+                class: "already-present",
+                icon: "✓",
+                text: format!("{names} already configured"),
+            },
+            _ => Badge {
+                class: "submitted",
+                icon: "✅",
+                text: format!(
+                    "{names} saved (scope: {}) by {} at {when}",
+                    result["scope"].as_str().unwrap_or("session"),
+                    who(result, "submitted_by")
                 ),
-            ));
+            },
         }
-        Ok(())
+    }
+
+    fn render(params: &EnvVarsParams, card: &Card<'_>) -> AppResult<String> {
+        card::render(params, card)
+    }
+}
+
+/// The resume prompt of an `env_vars` widget that reached `status`.
+/// `scope` is given for submissions only. Built from names and scope only.
+pub fn prompt(tag: &str, status: WidgetStatus, names: &[&str], scope: Option<&str>) -> String {
+    let list = names.join(", ");
+    let several = names.len() > 1;
+    let retry =
+        "Do not re-request immediately — ask whether to proceed without, or move on to other work.";
+    match status {
+        WidgetStatus::Submitted => format!(
+            "{tag} User submitted {list} (scope: {}). You can now retry the operation that needed it.",
+            scope.unwrap_or("session")
+        ),
+        WidgetStatus::AlreadyPresent => {
+            let verb = if several { "were" } else { "was" };
+            format!("{tag} {list} {verb} already configured. You can proceed.")
+        }
+        WidgetStatus::Dismissed => format!("{tag} User dismissed the request for {list}. {retry}"),
+        WidgetStatus::Expired => {
+            format!(
+                "{tag} The request for {list} expired before the user answered; no value was given. {retry}"
+            )
+        }
+        WidgetStatus::Cancelled => format!(
+            "{tag} The request for {list} was cancelled because the session was archived; no value was given."
+        ),
+        WidgetStatus::Pending => unreachable!("pending widgets have no resume prompt"),
+    }
+}
+
+/// A request for `names`, for tests.
+#[cfg(test)]
+fn input(names: &[&str]) -> RequestEnvVarsInput {
+    RequestEnvVarsInput {
+        names: names.iter().map(|n| n.to_string()).collect(),
+        reason: "to call the API".into(),
+        instructions: None,
+        default_scope: None,
+        variable_metadata: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn input(names: &[&str]) -> RequestEnvVarsInput {
-        RequestEnvVarsInput {
-            names: names.iter().map(|n| n.to_string()).collect(),
-            reason: "to call the API".into(),
-            instructions: None,
-            default_scope: None,
-            variable_metadata: None,
-        }
-    }
 
     fn code(result: AppResult<EnvVarsParams>) -> &'static str {
         match result {
@@ -425,48 +416,30 @@ mod tests {
     }
 
     #[test]
-    fn form_submissions_cover_exactly_the_requested_names() {
-        let params = EnvVarsParams::parse(input(&["A_KEY", "B_KEY"])).unwrap();
-        let field = |k: &str, v: &str| (k.to_owned(), SecretString::from(v));
-        let sub = Submission::from_form(vec![
-            field("scope", "global"),
-            field("value.A_KEY", " keep spaces "),
-            field("value.B_KEY", ""),
-            field("use_saved.B_KEY", "on"),
-        ])
-        .unwrap();
-        sub.check_names(&params).unwrap();
-        assert_eq!(sub.values[0].1.expose(), " keep spaces ");
-        assert_eq!(sub.scope, Some(ScopeChoice::Global));
-
-        let missing = Submission::from_form(vec![field("value.A_KEY", "v")]).unwrap();
-        assert!(matches!(
-            missing.check_names(&params),
-            Err(AppError::Invalid {
-                code: "names_mismatch",
-                ..
-            })
-        ));
-        let empty = Submission::from_form(vec![field("value.A_KEY", "")]);
-        assert!(matches!(
-            empty,
-            Err(AppError::Invalid {
-                code: "empty_value",
-                ..
-            })
-        ));
-        let both = Submission::from_form(vec![
-            field("value.A_KEY", "v"),
-            field("use_saved.A_KEY", "on"),
-            field("value.B_KEY", "w"),
-        ])
-        .unwrap();
-        assert!(matches!(
-            both.check_names(&params),
-            Err(AppError::Invalid {
-                code: "ambiguous_value",
-                ..
-            })
-        ));
+    fn prompts_match_the_contract_word_for_word() {
+        let one = ["HUBSPOT_API_KEY"];
+        assert_eq!(
+            prompt("[Agor]", WidgetStatus::Submitted, &one, Some("global")),
+            "[Agor] User submitted HUBSPOT_API_KEY (scope: global). You can now retry the operation that needed it."
+        );
+        assert_eq!(
+            prompt("[Agor]", WidgetStatus::AlreadyPresent, &one, None),
+            "[Agor] HUBSPOT_API_KEY was already configured. You can proceed."
+        );
+        assert_eq!(
+            prompt("[Agor]", WidgetStatus::AlreadyPresent, &["A", "B"], None),
+            "[Agor] A, B were already configured. You can proceed."
+        );
+        assert_eq!(
+            prompt("[Agor]", WidgetStatus::Dismissed, &one, None),
+            "[Agor] User dismissed the request for HUBSPOT_API_KEY. Do not re-request immediately — ask whether to proceed without, or move on to other work."
+        );
+        assert!(
+            prompt("[X]", WidgetStatus::Expired, &one, None)
+                .starts_with("[X] The request for HUBSPOT_API_KEY expired")
+        );
+        assert!(
+            prompt("[Agor]", WidgetStatus::Cancelled, &one, None).contains("no value was given")
+        );
     }
 }

@@ -1,0 +1,69 @@
+//! The approval card (`templates/widgets/approval.html`): the tool and its
+//! input as what they are (a command, a path, JSON), every invisible or
+//! direction-changing character made visible, and the decision buttons.
+
+use askama::Template;
+
+use super::{ApprovalParams, InputDisplay};
+use crate::error::AppResult;
+use crate::widgets::card::{self, Card};
+
+/// An approval request as shown.
+struct ApprovalView {
+    tool: String,
+    /// `command`, `path` or `json`: how `input` is shown.
+    shown_as: &'static str,
+    input: String,
+    /// The input's other fields, when a command or path is shown on its own.
+    rest: Option<String>,
+    reason: Option<String>,
+    /// For a plain shell command: the pattern "Always allow commands like"
+    /// offers first.
+    pattern: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "widgets/approval.html")]
+struct ApprovalCard<'a> {
+    card: &'a Card<'a>,
+    ap: ApprovalView,
+}
+
+/// What is approved must read as what runs: invisible and direction-changing
+/// characters (bidi overrides and isolates, zero-width ones, other format
+/// and control characters but newline and tab) are shown as `⟨U+202E⟩`, so
+/// a command cannot look different from its bytes ("Trojan Source").
+fn visible_controls(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The inside of an approval card.
+pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<String> {
+    let (shown_as, input) = match params.display() {
+        InputDisplay::Command(c) => ("command", c),
+        InputDisplay::Path(p) => ("path", p),
+        InputDisplay::Json(j) => ("json", j),
+    };
+    let ap = ApprovalView {
+        tool: visible_controls(&params.tool),
+        shown_as,
+        input: visible_controls(&input),
+        rest: params.rest().as_deref().map(visible_controls),
+        reason: params.reason.as_deref().map(visible_controls),
+        pattern: params.suggested_pattern(),
+    };
+    card::render(&ApprovalCard { card, ap })
+}

@@ -1,0 +1,197 @@
+//! The arguments of `ask_user` and `ask`, as agents send them (and as the
+//! tools' schemas show them).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::invalid;
+use crate::error::AppResult;
+
+/// One choice of a question.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskOption {
+    /// What the person sees (1 to 80 characters).
+    pub label: String,
+    /// What the agent receives when this is picked (1 to 200 characters);
+    /// the label when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// What choosing it means (at most 300 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional markdown shown as a preview of this choice (at most 4000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_markdown: Option<String>,
+}
+
+impl AskOption {
+    pub(super) fn plain(label: String, value: Option<String>) -> Self {
+        Self {
+            label,
+            value,
+            description: None,
+            preview_markdown: None,
+        }
+    }
+
+    /// The answer the agent receives for this choice.
+    pub fn answer(&self) -> &str {
+        self.value.as_deref().unwrap_or(&self.label)
+    }
+}
+
+/// One question of `ask_user`, or one simple widget of `ask`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    /// The full question (1 to 500 characters); answers are keyed by it.
+    pub question: String,
+    /// A short chip shown above it, e.g. "Database" (1 to 12 characters).
+    pub header: String,
+    /// 2 to 4 choices; a free-text "Other" answer is always offered too.
+    pub options: Vec<AskOption>,
+    /// Whether several choices may be picked (answered as an array).
+    #[serde(default)]
+    pub multi_select: bool,
+    /// Set for the simple widgets of `ask`: how the question is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub kind: Option<SimpleKind>,
+    /// A preselected choice (its label), for the simple widgets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub default: Option<String>,
+    /// Whether a free-text answer is offered; `ask_user` always offers one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub allow_freeform: Option<bool>,
+}
+
+/// The arguments of `ask_user`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUserInput {
+    /// 1 to 4 questions, answered together in one form.
+    pub questions: Vec<Question>,
+    /// Wait up to this many seconds (at most 300) for the answer and return
+    /// it; past that the call returns `pending` and the answer arrives as a
+    /// queued prompt. Default 0: return at once.
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
+}
+
+/// How a simple question is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SimpleKind {
+    /// Yes / No (or the given options) as buttons.
+    #[default]
+    Confirm,
+    /// One button per option.
+    Buttons,
+    /// A drop-down list.
+    Select,
+    /// Radio buttons.
+    Radio,
+    /// Check boxes: several may be picked, answered as an array.
+    Checkbox,
+}
+
+/// A choice of a simple widget: a label (which is also the answer), or a
+/// label with the `value` the agent receives instead.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SimpleOption {
+    Label(String),
+    Labelled(LabelledOption),
+}
+
+/// A choice whose answer differs from what the person sees.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelledOption {
+    /// What the person sees (1 to 80 characters).
+    pub label: String,
+    /// What the agent receives (1 to 200 characters).
+    pub value: String,
+}
+
+/// One simple widget: in `ask` itself, or one of its `items`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimpleItem {
+    /// The question (1 to 500 characters).
+    #[serde(default)]
+    pub question: Option<String>,
+    /// A short label shown above it in a form of several items (at most 40 characters).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// `confirm` (default), `buttons`, `select`, `radio` or `checkbox`.
+    #[serde(default)]
+    pub widget: Option<SimpleKind>,
+    /// The choices (2 to 10): labels, or `{label, value}`; `confirm` defaults to Yes / No.
+    #[serde(default)]
+    pub options: Option<Vec<SimpleOption>>,
+    /// A preselected choice (its label); must be one of the options.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// Offer a free-text answer besides the options (default false).
+    #[serde(default)]
+    pub allow_freeform: bool,
+}
+
+/// The arguments of `ask`: one simple question, or several (`items`)
+/// answered in one form.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskInput {
+    /// The question (1 to 500 characters); leave out when giving `items`.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// `confirm` (default), `buttons`, `select`, `radio` or `checkbox`.
+    #[serde(default)]
+    pub widget: Option<SimpleKind>,
+    /// The choices (2 to 10): labels, or `{label, value}`; `confirm` defaults to Yes / No.
+    #[serde(default)]
+    pub options: Option<Vec<SimpleOption>>,
+    /// A preselected choice (its label); must be one of the options.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// Offer a free-text answer besides the options (default false).
+    #[serde(default)]
+    pub allow_freeform: bool,
+    /// Instead of `question`: 1 to 6 simple widgets answered together in
+    /// one form, each with its own `label`.
+    #[serde(default)]
+    pub items: Option<Vec<SimpleItem>>,
+    /// As for `ask_user`.
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
+}
+
+impl AskInput {
+    /// The widgets asked: `items`, or the one given at the top level.
+    pub(super) fn simple_items(&self) -> AppResult<Vec<SimpleItem>> {
+        let top_level = self.question.is_some()
+            || self.widget.is_some()
+            || self.options.is_some()
+            || self.default.is_some()
+            || self.allow_freeform;
+        match (&self.items, top_level) {
+            (Some(_), true) => Err(invalid(
+                "ambiguous_ask",
+                "give either `question` (with `widget`, `options`, …) or `items`, not both".into(),
+            )),
+            (Some(items), false) => Ok(items.clone()),
+            (None, _) => Ok(vec![SimpleItem {
+                question: self.question.clone(),
+                label: None,
+                widget: self.widget,
+                options: self.options.clone(),
+                default: self.default.clone(),
+                allow_freeform: self.allow_freeform,
+            }]),
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Validation of `ask_user` and `ask` input: every limit has a stable code,
+//! and a refused question is named by its place and text.
+
+use super::input::{
+    AskInput, AskOption, AskUserInput, Question, SimpleItem, SimpleKind, SimpleOption,
+};
+use super::*;
+use crate::widgets::check_wait;
+
+fn len_between(
+    text: &str,
+    min: usize,
+    max: usize,
+    code: &'static str,
+    what: &str,
+) -> AppResult<()> {
+    let len = text.trim().chars().count();
+    if len < min || text.chars().count() > max {
+        return Err(invalid(
+            code,
+            format!("{what} needs {min} to {max} characters; it has {len}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_labels<'a>(labels: impl Iterator<Item = &'a str>, question: &str) -> AppResult<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for label in labels {
+        if label.trim().is_empty() {
+            return Err(invalid(
+                "empty_label",
+                format!("an option of \"{question}\" has an empty label"),
+            ));
+        }
+        len_between(
+            label,
+            1,
+            MAX_LABEL_CHARS,
+            "label_too_long",
+            "an option label",
+        )?;
+        if !seen.insert(label.trim()) {
+            return Err(invalid(
+                "duplicate_label",
+                format!("\"{question}\" offers the label \"{label}\" twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Prefixes a validation error with the question it is about, so an agent
+/// asking several knows which one to fix.
+pub(super) fn about(n: usize, question: &str) -> impl Fn(AppError) -> AppError + '_ {
+    move |err| match err {
+        AppError::Invalid { code, message } if question.is_empty() => AppError::Invalid {
+            code,
+            message: format!("question {}: {message}", n + 1),
+        },
+        AppError::Invalid { code, message } => AppError::Invalid {
+            code,
+            message: format!("question {} (\"{question}\"): {message}", n + 1),
+        },
+        other => other,
+    }
+}
+
+fn check_option_value(option: &AskOption) -> AppResult<()> {
+    match &option.value {
+        Some(v) => len_between(v, 1, MAX_VALUE_CHARS, "invalid_value", "an option value"),
+        None => Ok(()),
+    }
+}
+
+fn check_question(q: &Question) -> AppResult<()> {
+    len_between(&q.header, 1, MAX_HEADER_CHARS, "invalid_header", "a header")?;
+    if !(2..=4).contains(&q.options.len()) {
+        return Err(invalid(
+            "options_count",
+            format!("needs 2 to 4 options; it has {}", q.options.len()),
+        ));
+    }
+    check_labels(q.options.iter().map(|o| o.label.as_str()), &q.question)?;
+    for o in &q.options {
+        check_option_value(o)?;
+        if let Some(d) = &o.description {
+            len_between(
+                d,
+                0,
+                MAX_DESCRIPTION_CHARS,
+                "description_too_long",
+                "an option description",
+            )?;
+        }
+        if let Some(p) = &o.preview_markdown {
+            len_between(
+                p,
+                0,
+                MAX_PREVIEW_CHARS,
+                "preview_too_long",
+                "an option preview",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Questions must differ: answers are keyed by their text.
+fn check_unique<'a>(questions: impl Iterator<Item = &'a str>) -> AppResult<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for q in questions {
+        if !seen.insert(q.trim()) {
+            return Err(invalid(
+                "duplicate_question",
+                format!("\"{q}\" is asked twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One simple widget of `ask`, validated.
+fn simple_question(item: &SimpleItem) -> AppResult<Question> {
+    let kind = item.widget.unwrap_or_default();
+    let question = item.question.clone().unwrap_or_default();
+    len_between(
+        &question,
+        1,
+        MAX_QUESTION_CHARS,
+        "invalid_question",
+        "the question",
+    )?;
+    let header = item.label.clone().unwrap_or_default();
+    len_between(
+        &header,
+        0,
+        MAX_ITEM_LABEL_CHARS,
+        "invalid_label",
+        "an item label",
+    )?;
+    let options: Vec<AskOption> = match (&item.options, kind) {
+        (None, SimpleKind::Confirm) => ["Yes", "No"]
+            .map(|l| AskOption::plain(l.to_owned(), None))
+            .into(),
+        (None, _) => {
+            return Err(invalid(
+                "options_count",
+                "give the `options` to choose from".into(),
+            ));
+        }
+        (Some(options), _) => options
+            .iter()
+            .map(|o| match o {
+                SimpleOption::Label(label) => AskOption::plain(label.clone(), None),
+                SimpleOption::Labelled(o) => {
+                    AskOption::plain(o.label.clone(), Some(o.value.clone()))
+                }
+            })
+            .collect(),
+    };
+    if !(2..=MAX_SIMPLE_OPTIONS).contains(&options.len()) {
+        return Err(invalid(
+            "options_count",
+            format!(
+                "give 2 to {MAX_SIMPLE_OPTIONS} options; there are {}",
+                options.len()
+            ),
+        ));
+    }
+    check_labels(options.iter().map(|o| o.label.as_str()), &question)?;
+    for o in &options {
+        check_option_value(o)?;
+    }
+    if let Some(default) = &item.default
+        && !options.iter().any(|o| o.label == *default)
+    {
+        return Err(invalid(
+            "invalid_default",
+            "`default` must be one of the option labels".into(),
+        ));
+    }
+    Ok(Question {
+        question,
+        header,
+        options,
+        multi_select: kind == SimpleKind::Checkbox,
+        kind: Some(kind),
+        default: item.default.clone(),
+        allow_freeform: Some(item.allow_freeform),
+    })
+}
+
+impl AskParams {
+    /// Validates `ask_user` input.
+    pub fn parse(input: &AskUserInput) -> AppResult<Self> {
+        let count = input.questions.len();
+        if count == 0 || count > MAX_QUESTIONS {
+            return Err(invalid(
+                "questions_count",
+                format!("ask 1 to {MAX_QUESTIONS} questions; there are {count}"),
+            ));
+        }
+        for (n, q) in input.questions.iter().enumerate() {
+            if q.kind.is_some() || q.default.is_some() || q.allow_freeform.is_some() {
+                return Err(AppError::BadRequest {
+                    code: "invalid_body",
+                    message: format!(
+                        "unknown field; allowed: `question`, `header`, `options`, `multi_select` (at `questions.{n}`)"
+                    ),
+                });
+            }
+            len_between(
+                &q.question,
+                1,
+                MAX_QUESTION_CHARS,
+                "invalid_question",
+                "a question",
+            )
+            .map_err(about(n, ""))?;
+            check_question(q).map_err(about(n, &q.question))?;
+        }
+        check_unique(input.questions.iter().map(|q| q.question.as_str()))?;
+        check_wait(input.wait_seconds)?;
+        Ok(Self {
+            questions: input.questions.clone(),
+            simple: None,
+            default: None,
+        })
+    }
+
+    /// Validates `ask` input: one simple widget, or several in one form.
+    pub fn parse_simple(input: &AskInput) -> AppResult<Self> {
+        let items = input.simple_items()?;
+        if items.is_empty() || items.len() > MAX_SIMPLE_ITEMS {
+            return Err(invalid(
+                "questions_count",
+                format!(
+                    "give 1 to {MAX_SIMPLE_ITEMS} items; there are {}",
+                    items.len()
+                ),
+            ));
+        }
+        let several = items.len() > 1;
+        let mut questions = Vec::new();
+        for (n, item) in items.iter().enumerate() {
+            let q = simple_question(item);
+            let q = if several {
+                q.map_err(about(n, item.question.as_deref().unwrap_or_default()))?
+            } else {
+                q?
+            };
+            questions.push(q);
+        }
+        check_unique(questions.iter().map(|q| q.question.as_str()))?;
+        check_wait(input.wait_seconds)?;
+        Ok(Self {
+            questions,
+            simple: None,
+            default: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::widgets::ask::question;
+
+    fn code(result: AppResult<AskParams>) -> &'static str {
+        match result {
+            Err(AppError::Invalid { code, .. }) => code,
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ask_user_limits_have_codes() {
+        let ok = AskUserInput {
+            questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
+            wait_seconds: None,
+        };
+        assert!(AskParams::parse(&ok).is_ok());
+        let with = |qs: Vec<Question>, wait: Option<u64>| {
+            AskParams::parse(&AskUserInput {
+                questions: qs,
+                wait_seconds: wait,
+            })
+        };
+        assert_eq!(code(with(vec![], None)), "questions_count");
+        let five: Vec<Question> = (0..5)
+            .map(|i| question(&format!("Q{i}?"), &["a", "b"], false))
+            .collect();
+        assert_eq!(code(with(five, None)), "questions_count");
+        assert_eq!(
+            code(with(vec![question("Q?", &["a"], false)], None)),
+            "options_count"
+        );
+        assert_eq!(
+            code(with(
+                vec![question("Q?", &["a", "b", "c", "d", "e"], false)],
+                None
+            )),
+            "options_count"
+        );
+        assert_eq!(
+            code(with(vec![question("Q?", &["a", " "], false)], None)),
+            "empty_label"
+        );
+        assert_eq!(
+            code(with(vec![question("Q?", &["a", "a"], false)], None)),
+            "duplicate_label"
+        );
+        let mut long_header = question("Q?", &["a", "b"], false);
+        long_header.header = "Thirteen char".into();
+        assert_eq!(code(with(vec![long_header], None)), "invalid_header");
+        assert_eq!(
+            code(with(
+                vec![
+                    question("Q?", &["a", "b"], false),
+                    question("Q?", &["c", "d"], false)
+                ],
+                None
+            )),
+            "duplicate_question"
+        );
+        assert_eq!(
+            code(with(vec![question("Q?", &["a", "b"], false)], Some(301))),
+            "wait_too_long"
+        );
+    }
+
+    #[test]
+    fn simple_widgets_default_to_confirm_and_check_defaults() {
+        let p = AskParams::parse_simple(&AskInput {
+            question: Some("Deploy?".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(p.kind_of(&p.questions[0]), Some(SimpleKind::Confirm));
+        assert_eq!(
+            p.questions[0]
+                .options
+                .iter()
+                .map(|o| o.label.as_str())
+                .collect::<Vec<_>>(),
+            ["Yes", "No"]
+        );
+        let labels = |l: &[&str]| {
+            Some(
+                l.iter()
+                    .map(|l| SimpleOption::Label(l.to_string()))
+                    .collect(),
+            )
+        };
+        let bad = AskInput {
+            question: Some("Pick".into()),
+            widget: Some(SimpleKind::Radio),
+            options: labels(&["a", "b"]),
+            default: Some("c".into()),
+            ..Default::default()
+        };
+        assert_eq!(code(AskParams::parse_simple(&bad)), "invalid_default");
+        let none = AskInput {
+            question: Some("Pick".into()),
+            widget: Some(SimpleKind::Select),
+            ..Default::default()
+        };
+        assert_eq!(code(AskParams::parse_simple(&none)), "options_count");
+        let both = AskInput {
+            question: Some("Pick".into()),
+            items: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(code(AskParams::parse_simple(&both)), "ambiguous_ask");
+        let second_bad = AskInput {
+            items: Some(vec![
+                SimpleItem {
+                    question: Some("Deploy?".into()),
+                    ..Default::default()
+                },
+                SimpleItem {
+                    question: Some("Region?".into()),
+                    widget: Some(SimpleKind::Radio),
+                    options: labels(&["EU"]),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        };
+        match AskParams::parse_simple(&second_bad) {
+            Err(AppError::Invalid { code, message }) => {
+                assert_eq!(code, "options_count");
+                assert!(message.starts_with("question 2 (\"Region?\")"), "{message}");
+            }
+            other => panic!("expected options_count, got {other:?}"),
+        }
+    }
+}

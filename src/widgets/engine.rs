@@ -1,0 +1,437 @@
+//! The lifecycle every kind shares: creating a widget, answering and
+//! dismissing it, expiry and cancellation, each in one transaction with its
+//! event, audit row, resume prompt and webhook notices. What differs
+//! between kinds comes from their [`Kind`] through [`Loaded`].
+
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
+use tracing::instrument;
+
+use super::kind::{
+    self, AnswerBody, Answering, Kind, Loaded, ParamsOf, Request, Stored, Unloadable,
+};
+use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store};
+use crate::access::{self, Caller, Need};
+use crate::audit::{self, Actor, ClientAddr, Entry};
+use crate::error::{AppError, AppResult};
+use crate::ids::{SessionId, UserId};
+use crate::sessions::{self, Session};
+use crate::{AppState, clock, events, prompts};
+
+/// Most widgets one session may have waiting at once.
+pub const MAX_PENDING_PER_SESSION: i64 = 50;
+
+/// The session if it is not archived; `409 session_archived` otherwise.
+pub fn live(session: Session) -> AppResult<Session> {
+    match session.archived_at {
+        None => Ok(session),
+        Some(_) => Err(AppError::Conflict {
+            code: "session_archived",
+            message: "the session is archived; start a new session".into(),
+        }),
+    }
+}
+
+/// Validates an agent's input for request `R`: its parameters and its
+/// `wait_seconds`. Nothing is written.
+pub fn validate<R: Request>(input: R::Input) -> AppResult<(ParamsOf<R>, u64)> {
+    let wait = R::wait_seconds(&input);
+    let params = R::parse(input)?;
+    Ok((params, check_wait(wait)?))
+}
+
+/// Creates a widget of `R`'s kind in `session_id`, in one transaction, and
+/// returns at once. It is born `already_present` (with its prompt queued)
+/// when the kind finds nothing to ask.
+#[instrument(skip_all, fields(kind = R::NAME))]
+pub async fn create<R: Request>(
+    state: &AppState,
+    session_id: &SessionId,
+    params: ParamsOf<R>,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    let mut tx = state.db.begin_write().await?;
+    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
+    let stored = serde_json::to_string(&params).expect("params serialize");
+    let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
+    let widget = new_row(state, &session, R::NAME, stored, born);
+    insert_widget(&mut tx, state, &widget, &Stored::<R::Kind>(params), &cause).await?;
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    })
+}
+
+/// A new widget row for `session`: pending, or born terminal with `result`.
+fn new_row(
+    state: &AppState,
+    session: &Session,
+    kind: &str,
+    params: String,
+    born: Option<(WidgetStatus, &Value)>,
+) -> WidgetRow {
+    let now = clock::now_ms();
+    WidgetRow {
+        id: WidgetId::generate(),
+        session_id: session.id.clone(),
+        kind: kind.to_owned(),
+        params,
+        status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
+        result: born.map(|(_, result)| result.to_string()),
+        created_at: now,
+        expires_at: now + state.settings.widget_ttl_ms,
+        resolved_at: born.map(|_| now),
+        resolved_by: None,
+    }
+}
+
+/// `409 too_many_pending` when the session already has the most widgets
+/// waiting that a person can be asked to face.
+async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
+    let pending = store::pending_count(tx, session).await?;
+    if pending >= MAX_PENDING_PER_SESSION {
+        return Err(AppError::Conflict {
+            code: "too_many_pending",
+            message: format!(
+                "this session already has {pending} requests waiting (the most is \
+                 {MAX_PENDING_PER_SESSION}); end your turn and wait for answers"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Writes a new widget with its transcript message, `widget:created` event
+/// and audit row; a widget born terminal also gets its prompt at once.
+async fn insert_widget(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    if let Actor::Agent(session) = cause.actor {
+        state.limit_agent(session)?;
+    }
+    if widget.status == WidgetStatus::Pending {
+        check_pending_cap(tx, &widget.session_id).await?;
+    }
+    store::insert(tx, widget).await?;
+    let mut created =
+        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
+    let names = loaded.env_names();
+    if let Some(names) = &names {
+        created["names"] = json!(names);
+    }
+    events::record(tx, &widget.session_id, "widget:created", &created).await?;
+    let entry = Entry {
+        action: "widget.create",
+        session: Some(&widget.session_id),
+        widget: Some(widget.id.as_str()),
+        names: names.map(|n| n.join(",")),
+        detail: Some(format!("kind={}", widget.kind)),
+        ..Default::default()
+    };
+    audit::append(tx, cause.actor, cause.client, entry).await?;
+    if widget.status == WidgetStatus::Pending {
+        let pending = WidgetStatus::Pending;
+        notify(tx, state, widget, loaded, "widget.created", pending).await?;
+    } else {
+        let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
+            serde_json::from_str(r).unwrap_or(Value::Null)
+        });
+        after_resolution(tx, state, widget, loaded, widget.status, &result, cause).await?;
+    }
+    Ok(())
+}
+
+/// A person answers `row` (a widget they were authorised to answer): its
+/// kind reads the answer. A kind this version does not know is refused
+/// with `422 unsupported_widget`.
+pub async fn submit(
+    state: &AppState,
+    row: &WidgetRow,
+    user: &UserId,
+    body: AnswerBody,
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    match kind::find(&row.kind) {
+        Some(kind) => kind.submit(state, &row.id, user, body, client).await,
+        None => Err(kind::unsupported(&row.kind, false)),
+    }
+}
+
+/// [`submit`] for a widget of kind `K`: the answer is read, then checked
+/// and applied in the transaction that takes the widget out of `pending`.
+#[instrument(skip_all)]
+pub(crate) async fn submit_as<K: Kind>(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    body: AnswerBody,
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let answer = K::read(body)?;
+    let mut tx = state.db.begin_write().await?;
+    let (widget, session) = answerable(&mut tx, id, user).await?;
+    let params: K::Params =
+        serde_json::from_str(&widget.params).map_err(|e| unreadable(&widget, e))?;
+    let by = store::user_name(&mut tx, user).await?;
+    let mut cx = Answering {
+        conn: &mut tx,
+        state,
+        session: &session,
+        user,
+        by: &by,
+    };
+    let result = K::apply(&mut cx, &params, answer).await?;
+    let answer = Answer {
+        to: WidgetStatus::Submitted,
+        result,
+        user,
+        client,
+    };
+    finish(tx, state, &widget, &Stored::<K>(params), answer).await
+}
+
+/// A person declines to answer.
+pub async fn dismiss_widget(
+    state: &AppState,
+    id: &WidgetId,
+    user: &UserId,
+    client: &ClientAddr,
+) -> AppResult<WidgetView> {
+    let mut tx = state.db.begin_write().await?;
+    let (widget, _) = answerable(&mut tx, id, user).await?;
+    let loaded = kind::load(&widget.kind, &widget.params).map_err(|e| match e {
+        Unloadable::UnknownKind => kind::unsupported(&widget.kind, true),
+        Unloadable::Unreadable(e) => unreadable(&widget, e),
+    })?;
+    let by = store::user_name(&mut tx, user).await?;
+    let mut result = loaded.unanswered();
+    result["dismissed_by"] = json!(by);
+    let answer = Answer {
+        to: WidgetStatus::Dismissed,
+        result,
+        user,
+        client,
+    };
+    finish(tx, state, &widget, &*loaded, answer).await
+}
+
+fn unreadable(widget: &WidgetRow, err: serde_json::Error) -> AppError {
+    AppError::Internal(anyhow::anyhow!(
+        "widget {} has unreadable params: {err}",
+        widget.id
+    ))
+}
+
+/// A pending widget of a session `user` may answer, with its session,
+/// inside the caller's transaction.
+async fn answerable(
+    tx: &mut AnyConnection,
+    id: &WidgetId,
+    user: &UserId,
+) -> AppResult<(WidgetRow, Session)> {
+    let widget = super::get_widget(tx, id).await?;
+    let session = sessions::get_session(tx, &widget.session_id).await?;
+    access::check(tx, Caller::Person(user), &session, Need::Answer)
+        .await
+        .map_err(|err| match err {
+            AppError::NotFound(_) => AppError::NotFound("widget"),
+            other => other,
+        })?;
+    if widget.status != WidgetStatus::Pending {
+        return Err(AppError::WidgetNotPending(widget.status));
+    }
+    // Past its TTL but not swept yet: as good as expired.
+    if widget.expires_at <= clock::now_ms() {
+        return Err(AppError::WidgetNotPending(WidgetStatus::Expired));
+    }
+    Ok((widget, session))
+}
+
+/// A person's answer to a widget, as recorded.
+struct Answer<'a> {
+    to: WidgetStatus,
+    result: Value,
+    user: &'a UserId,
+    client: &'a ClientAddr,
+}
+
+/// Ends an answer's transaction: the guarded transition with its prompt,
+/// event and audit row, then the commit and the wake-up.
+async fn finish(
+    mut tx: crate::db::WriteTx,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    answer: Answer<'_>,
+) -> AppResult<WidgetView> {
+    let actor = Actor::User(answer.user.clone());
+    let cause = Cause {
+        actor: &actor,
+        client: answer.client,
+    };
+    let change = Change {
+        to: answer.to,
+        result: &answer.result,
+        by: Some(answer.user),
+    };
+    transition(&mut tx, state, widget, loaded, change, &cause).await?;
+    let view = super::get_widget(&mut tx, &widget.id).await?.into();
+    tx.commit().await?;
+    state.hub.publish(&widget.session_id);
+    Ok(view)
+}
+
+/// Where a widget goes, with what result, and who took it there.
+struct Change<'a> {
+    to: WidgetStatus,
+    result: &'a Value,
+    by: Option<&'a UserId>,
+}
+
+/// Takes `widget` out of `pending` (the guarded update), then writes the
+/// prompt, event and audit row. 409 with the current status if it was not
+/// pending any more.
+async fn transition(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    change: Change<'_>,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    let now = clock::now_ms();
+    if !store::resolve(tx, &widget.id, change.to, change.result, change.by, now).await? {
+        let current = super::get_widget(tx, &widget.id).await?.status;
+        return Err(AppError::WidgetNotPending(current));
+    }
+    after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await
+}
+
+async fn after_resolution(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    to: WidgetStatus,
+    result: &Value,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    let text = loaded.prompt(&state.settings.prompt_tag, to, result);
+    prompts::queue(tx, &widget.session_id, &widget.id, &text).await?;
+    let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
+    events::record(tx, &widget.session_id, "widget:resolved", &resolved).await?;
+    let action = match to {
+        WidgetStatus::Submitted => "widget.submit",
+        WidgetStatus::Dismissed => "widget.dismiss",
+        WidgetStatus::Expired => "widget.expire",
+        WidgetStatus::Cancelled => "widget.cancel",
+        WidgetStatus::AlreadyPresent => "widget.already_present",
+        WidgetStatus::Pending => unreachable!("a resolution leaves pending"),
+    };
+    let entry = Entry {
+        action,
+        session: Some(&widget.session_id),
+        widget: Some(widget.id.as_str()),
+        names: loaded.env_names().map(|n| n.join(",")),
+        scope: result["scope"].as_str(),
+        detail: result["decision"].as_str().map(|d| format!("decision={d}")),
+    };
+    audit::append(tx, cause.actor, cause.client, entry).await?;
+    notify(tx, state, widget, loaded, "widget.resolved", to).await?;
+    Ok(())
+}
+
+/// Queues the webhook notices of a change, in its transaction.
+async fn notify(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    event: &'static str,
+    status: WidgetStatus,
+) -> sqlx::Result<()> {
+    let notice = crate::webhooks::Notice {
+        event,
+        session: &widget.session_id,
+        widget: widget.id.as_str(),
+        kind: &widget.kind,
+        status: status.as_str(),
+        names: loaded.env_names(),
+    };
+    crate::webhooks::enqueue(tx, &state.settings, &notice).await
+}
+
+/// Ends `widget` without an answer (`expired`, `cancelled`), whatever its
+/// kind; one this version cannot read still ends, with a generic prompt.
+async fn lapse(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    to: WidgetStatus,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+    let result = loaded.unanswered();
+    let change = Change {
+        to,
+        result: &result,
+        by: None,
+    };
+    transition(tx, state, widget, &*loaded, change, cause).await
+}
+
+/// Expires every pending widget whose TTL has passed. Returns how many.
+pub async fn expire_due(state: &AppState) -> AppResult<usize> {
+    let mut expired = 0;
+    loop {
+        let mut tx = state.db.begin_write().await?;
+        let due = store::due(&mut tx, clock::now_ms(), 100).await?;
+        if due.is_empty() {
+            return Ok(expired);
+        }
+        let cause = Cause {
+            actor: &Actor::System,
+            client: &ClientAddr::default(),
+        };
+        let mut sessions = Vec::new();
+        for widget in &due {
+            lapse(&mut tx, state, widget, WidgetStatus::Expired, &cause).await?;
+            sessions.push(widget.session_id.clone());
+        }
+        tx.commit().await?;
+        expired += due.len();
+        sessions.dedup();
+        sessions.iter().for_each(|s| state.hub.publish(s));
+    }
+}
+
+/// Archives a session: its agent token stops working and its pending
+/// widgets are cancelled, each with its prompt. Idempotent.
+pub async fn archive_session(
+    state: &AppState,
+    session_id: &SessionId,
+    cause: Cause<'_>,
+) -> AppResult<usize> {
+    let mut tx = state.db.begin_write().await?;
+    sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
+    let pending = store::pending_of_session(&mut tx, session_id).await?;
+    for widget in &pending {
+        lapse(&mut tx, state, widget, WidgetStatus::Cancelled, &cause).await?;
+    }
+    let entry = Entry {
+        action: "session.archive",
+        session: Some(session_id),
+        ..Default::default()
+    };
+    audit::append(&mut tx, cause.actor, cause.client, entry).await?;
+    tx.commit().await?;
+    state.hub.publish(session_id);
+    Ok(pending.len())
+}

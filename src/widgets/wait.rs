@@ -1,0 +1,88 @@
+//! `wait_seconds`: a creating call may wait a while for the person's answer
+//! and return it, for every kind that takes the field.
+
+use serde_json::{Value, json};
+
+use super::{Answered, Created, Waited, WidgetId, WidgetStatus, WidgetView, get_widget};
+use crate::AppState;
+use crate::error::{AppError, AppResult};
+
+/// Longest a caller may wait for the answer.
+pub const MAX_WAIT_SECS: u64 = 300;
+
+/// Validates `wait_seconds`: `422 wait_too_long` above [`MAX_WAIT_SECS`].
+pub fn check_wait(wait: Option<u64>) -> AppResult<u64> {
+    match wait.unwrap_or(0) {
+        w if w > MAX_WAIT_SECS => Err(AppError::invalid(
+            "wait_too_long",
+            format!("`wait_seconds` is at most {MAX_WAIT_SECS}; it is {w}"),
+        )),
+        w => Ok(w),
+    }
+}
+
+/// `{widget_id, status}` at once when `wait` is 0; otherwise waits up to
+/// `wait` seconds and adds the `result` (and `answers` for questions), or
+/// says plainly that nothing came in time and the answer will be a prompt.
+/// The prompt of an answer handed back here stays queued until the caller
+/// has the response (see [`super::delivery`]).
+pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> AppResult<Waited> {
+    if wait == 0 || created.status != WidgetStatus::Pending {
+        let body = json!({ "widget_id": created.widget_id, "status": created.status });
+        return Ok(Waited {
+            body,
+            answered: None,
+        });
+    }
+    let view = wait_for_answer(state, &created.widget_id, wait).await?;
+    if view.status == WidgetStatus::Pending {
+        let body = json!({
+            "widget_id": view.widget_id,
+            "status": "pending",
+            "message": format!("No answer within {wait} seconds. End your turn: the answer will arrive as a queued prompt."),
+        });
+        return Ok(Waited {
+            body,
+            answered: None,
+        });
+    }
+    let result = view.result.clone().unwrap_or(Value::Null);
+    let mut body = json!({ "widget_id": view.widget_id, "status": view.status, "result": result });
+    if let Some(answers) = result.get("answers") {
+        body["answers"] = answers.clone();
+    }
+    let answered = Answered {
+        session: view.session_id.clone(),
+        widget: view.widget_id.clone(),
+    };
+    Ok(Waited {
+        body,
+        answered: Some(answered),
+    })
+}
+
+/// Waits up to `seconds` for `widget` to leave `pending`. Its prompt stays
+/// queued: the caller acknowledges it once the answer reached its client
+/// (see [`super::delivery`]).
+pub async fn wait_for_answer(
+    state: &AppState,
+    widget: &WidgetId,
+    seconds: u64,
+) -> AppResult<WidgetView> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut listener = state.hub.subscribe();
+    loop {
+        let row = get_widget(&mut *state.db.read.acquire().await?, widget).await?;
+        if row.status != WidgetStatus::Pending {
+            return Ok(row.into());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(row.into());
+        }
+        let session = row.session_id.clone();
+        match tokio::time::timeout_at(deadline, listener.changed(&session)).await {
+            Ok(true) | Err(_) => continue,
+            Ok(false) => return Ok(row.into()),
+        }
+    }
+}
