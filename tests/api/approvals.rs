@@ -669,7 +669,7 @@ async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
     let mut tx = app.state.db.write.begin().await.unwrap();
     sqlx::query(
         "INSERT INTO widgets (id, session_id, kind, params, status, created_at, expires_at)
-         VALUES (?, ?, 'future_widget', '{}', 'pending', ?, ?)",
+         VALUES ($1, $2, 'future_widget', '{}', 'pending', $3, $4)",
     )
     .bind(&future)
     .bind(&session)
@@ -679,7 +679,7 @@ async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
     .await
     .unwrap();
     sqlx::query(
-        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES (?, 'widget', 'agent', ?, ?)",
+        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES ($1, 'widget', 'agent', $2, $3)",
     )
     .bind(&session)
     .bind(&future)
@@ -772,14 +772,14 @@ async fn a_widget_of_an_unknown_kind_still_expires_without_holding_others_up() {
     let future = uuid::Uuid::new_v4().to_string();
     sqlx::query(
         "INSERT INTO widgets (id, session_id, kind, params, status, created_at, expires_at)
-         VALUES (?, ?, 'future_widget', 'not even json', 'pending', 0, 0)",
+         VALUES ($1, $2, 'future_widget', 'not even json', 'pending', 0, 0)",
     )
     .bind(&future)
     .bind(&session)
     .execute(&app.state.db.write)
     .await
     .unwrap();
-    sqlx::query("UPDATE widgets SET expires_at = 1 WHERE id = ?")
+    sqlx::query("UPDATE widgets SET expires_at = 1 WHERE id = $1")
         .bind(&known)
         .execute(&app.state.db.write)
         .await

@@ -10,7 +10,6 @@ use serde_json::Value;
 use widgetd::auth;
 use widgetd::crypto::MasterKey;
 use widgetd::secrets;
-use widgetd::startup::open_data_dir;
 
 use crate::helpers::{run_with_stdin, stderr, stdout, widgetd};
 
@@ -50,7 +49,7 @@ fn seeded(dir: &Path) {
 }
 
 async fn global_value(dir: &Path, name: &str) -> String {
-    let data = open_data_dir(dir).await.unwrap();
+    let data = crate::helpers::open_data(dir).await;
     let mut conn = data.db.read.acquire().await.unwrap();
     let alice = auth::find_user(&mut conn, "alice").await.unwrap();
     let session = widgetd::sessions::create_session(&mut conn, &alice.id, "t".into())
@@ -155,7 +154,7 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
 
 #[tokio::test]
 async fn rotate_then_reencrypt_keeps_values_and_moves_them_to_the_new_key() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::helpers::test_dir();
     let dir = tmp.path().join("data");
     seeded(&dir);
     assert!(ok(widgetd(&dir).args(["keys", "rotate"])).contains("created data key 2"));
@@ -192,7 +191,7 @@ async fn rotate_then_reencrypt_keeps_values_and_moves_them_to_the_new_key() {
 
 #[tokio::test]
 async fn rekey_replaces_the_master_and_an_interrupted_rekey_completes_at_start() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::helpers::test_dir();
     let dir = tmp.path().join("data");
     seeded(&dir);
     let old_key = std::fs::read(dir.join("master.key")).unwrap();
@@ -321,7 +320,7 @@ async fn tokens_users_and_backups_from_the_command_line() {
 async fn audit_verify_names_the_first_edited_deleted_or_reordered_row() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::spawn_sqlite_app().await;
     let scene = crate::helpers::scene(&app, "alice").await;
     for name in ["A_KEY", "B_KEY", "C_KEY"] {
         app.pending_widget(&scene.agent, &scene.session, &[name])

@@ -74,7 +74,7 @@ impl Person {
 
 #[tokio::test]
 async fn the_demo_agent_walks_through_each_widget() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::helpers::test_dir();
     let data = dir.path().join("data");
     let daemon = Daemon::start_with(&data, dir.path(), "demo", &["--demo"]);
     let banner = std::fs::read_to_string(&daemon.out_log).unwrap();

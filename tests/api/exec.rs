@@ -143,12 +143,12 @@ async fn exec_explains_refusals() {
 async fn an_unreadable_value_is_named_and_the_rest_served_only_on_request() {
     let good = crate::helpers::canary("good");
     let f = fixture(&[("GOOD_KEY", &good), ("BROKEN_KEY", "will-be-altered")]).await;
-    sqlx::query(
-        "UPDATE env_vars SET ciphertext = zeroblob(length(ciphertext)) WHERE name = 'BROKEN_KEY'",
-    )
-    .execute(&f.app.state.db.write)
-    .await
-    .unwrap();
+    // Another nonce: the ciphertext no longer authenticates.
+    sqlx::query("UPDATE env_vars SET nonce = $1 WHERE name = 'BROKEN_KEY'")
+        .bind(vec![0u8; 12])
+        .execute(&f.app.state.db.write)
+        .await
+        .unwrap();
 
     let path = format!("/api/v1/sessions/{}/env", f.session);
     let r = f.app.get(&path, &f.token).await;

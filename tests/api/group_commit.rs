@@ -28,7 +28,7 @@ async fn scratch_db() -> (tempfile::TempDir, Db) {
 }
 
 async fn insert(tx: &mut widgetd::db::WriteTx, k: &str) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO item (k) VALUES (?)")
+    sqlx::query("INSERT INTO item (k) VALUES ($1)")
         .bind(k)
         .execute(&mut **tx)
         .await

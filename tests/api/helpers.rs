@@ -6,19 +6,22 @@ use std::process::{Command, Output, Stdio};
 use reqwest::{Client, Response, StatusCode};
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use widgetd::auth::{self, Role, User, tokens::TokenScopes};
-use widgetd::startup::open_data_dir;
+use widgetd::db::DatabaseUrl;
+use widgetd::startup;
 use widgetd::{AppState, Settings};
 
-/// The daemon served in-process on 127.0.0.1:0 over a fresh data dir.
+pub use crate::backend::{TestDir, test_dir};
+
+/// The daemon served in-process on 127.0.0.1:0 over a fresh data dir (and,
+/// when the tests run on PostgreSQL, a fresh database).
 pub struct TestApp {
     pub url: String,
     pub state: AppState,
     pub client: Client,
-    pub dir: TempDir,
+    pub dir: TestDir,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -28,8 +31,20 @@ pub async fn spawn_app() -> TestApp {
 
 /// Same as [`spawn_app`], with settings changed first.
 pub async fn spawn_app_with(change: impl FnOnce(&mut Settings)) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
-    let data = open_data_dir(&dir.path().join("data")).await.unwrap();
+    spawn_app_in(test_dir(), change).await
+}
+
+/// [`spawn_app`] on a SQLite file whatever the tests run on, for tests
+/// that look at or alter the file itself.
+pub async fn spawn_sqlite_app() -> TestApp {
+    spawn_app_in(crate::backend::sqlite_dir(), |_| {}).await
+}
+
+async fn spawn_app_in(dir: TestDir, change: impl FnOnce(&mut Settings)) -> TestApp {
+    let data_dir = dir.path().join("data");
+    let data = startup::open(&data_dir, dir.database(&data_dir).as_ref())
+        .await
+        .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let mut settings = Settings::new(url.clone());
@@ -142,9 +157,21 @@ pub async fn assert_error(
     body["error"]["message"].as_str().unwrap().to_owned()
 }
 
-/// The `widgetd` binary, with a clean environment for widgetd's variables.
+/// Opens the data dir `dir` as the binary would: on its test database if
+/// the tests run on PostgreSQL.
+pub async fn open_data(dir: &Path) -> startup::DataDir {
+    let database = crate::backend::database_for(dir).map(|url| DatabaseUrl::parse(&url).unwrap());
+    startup::open(dir, database.as_ref()).await.unwrap()
+}
+
+/// The `widgetd` binary, with a clean environment for widgetd's variables;
+/// on the database of `data_dir`'s [`TestDir`] if it has one.
 pub fn widgetd(data_dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_widgetd"));
+    match crate::backend::database_for(data_dir) {
+        Some(url) => command.env("WIDGETD_DATABASE_URL", url),
+        None => command.env_remove("WIDGETD_DATABASE_URL"),
+    };
     command
         .arg("--data-dir")
         .arg(data_dir)
@@ -416,10 +443,10 @@ impl Daemon {
             if let Some(rest) = text.split("listening on ").nth(1) {
                 break rest.lines().next().unwrap().trim().to_owned();
             }
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the daemon exited: {text}"
-            );
+            if child.try_wait().unwrap().is_some() {
+                let err = std::fs::read_to_string(&err_log).unwrap_or_default();
+                panic!("the daemon exited: {text}\n{err}");
+            }
             assert!(
                 std::time::Instant::now() < deadline,
                 "the daemon did not start: {text}"

@@ -28,7 +28,7 @@ fn tool_call(event: &str, command: &str) -> Value {
 async fn pending_approval(app: &TestApp, session: &str) -> String {
     for _ in 0..600 {
         let id: Option<String> = sqlx::query_scalar(
-            "SELECT id FROM widgets WHERE session_id = ? AND kind = 'approval' AND status = 'pending'",
+            "SELECT id FROM widgets WHERE session_id = $1 AND kind = 'approval' AND status = 'pending'",
         )
         .bind(session)
         .fetch_optional(&app.state.db.read)
@@ -176,7 +176,7 @@ async fn notifications_and_stops_become_transcript_lines() {
         assert_eq!(r.json::<Value>().await.unwrap(), json!({}));
     }
     let lines: Vec<String> = sqlx::query_scalar(
-        "SELECT body FROM messages WHERE session_id = ? AND role = 'system' ORDER BY id",
+        "SELECT body FROM messages WHERE session_id = $1 AND role = 'system' ORDER BY id",
     )
     .bind(&s.session)
     .fetch_all(&app.state.db.read)

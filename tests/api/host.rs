@@ -91,7 +91,7 @@ async fn eventually(app: &TestApp, sql: &str, session: &str) -> String {
 
 async fn transcript(app: &TestApp, session: &str) -> Vec<(String, String)> {
     sqlx::query_as(
-        "SELECT role, body FROM messages WHERE session_id = ? AND kind = 'text' ORDER BY id",
+        "SELECT role, body FROM messages WHERE session_id = $1 AND kind = 'text' ORDER BY id",
     )
     .bind(session)
     .fetch_all(&app.state.db.read)
@@ -140,7 +140,7 @@ async fn host_runs_turns_until_the_key_arrives_masked() {
 
     let widget = eventually(
         &app,
-        "SELECT id FROM widgets WHERE session_id = ? AND status = 'pending'",
+        "SELECT id FROM widgets WHERE session_id = $1 AND status = 'pending'",
         &session,
     )
     .await;
@@ -156,7 +156,7 @@ async fn host_runs_turns_until_the_key_arrives_masked() {
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     eventually(
         &app,
-        "SELECT body FROM messages WHERE session_id = ? AND body LIKE '%DEMO_KEY is here%'",
+        "SELECT body FROM messages WHERE session_id = $1 AND body LIKE '%DEMO_KEY is here%'",
         &session,
     )
     .await;
@@ -241,7 +241,7 @@ async fn a_prompt_whose_turn_never_started_comes_again_after_a_restart() {
     let child = resume("sh").spawn().unwrap();
     let delivered = eventually(
         &app,
-        "SELECT body FROM messages WHERE session_id = ? AND body LIKE '%turn-done%'",
+        "SELECT body FROM messages WHERE session_id = $1 AND body LIKE '%turn-done%'",
         &s.session,
     )
     .await;

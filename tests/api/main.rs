@@ -3,6 +3,7 @@
 
 mod approvals;
 mod authz;
+mod backend;
 mod browser;
 mod canary;
 mod cli;

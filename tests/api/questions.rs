@@ -910,7 +910,7 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
     );
 
     let expiring = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
-    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = ?")
+    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
         .bind(&expiring)
         .execute(&app.state.db.write)
         .await

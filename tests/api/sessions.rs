@@ -32,7 +32,7 @@ async fn an_api_token_with_the_sessions_scope_creates_a_session() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     let body: Value = response.json().await.unwrap();
-    let title: String = sqlx::query_scalar("SELECT title FROM sessions WHERE id = ?")
+    let title: String = sqlx::query_scalar("SELECT title FROM sessions WHERE id = $1")
         .bind(body["session_id"].as_str().unwrap())
         .fetch_one(&app.state.db.read)
         .await

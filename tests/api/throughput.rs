@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use widgetd::db::Backend;
 
 use crate::helpers::{Daemon, session_cookie, spawn_app};
 
@@ -39,10 +40,17 @@ async fn signed_in_reads_do_not_rewrite_the_session_until_it_is_due_a_touch() {
     );
 
     // Once the last touch is old, the next request moves the expiry forward.
-    sqlx::query("UPDATE web_sessions SET data = json_set(data, '$.touched_at', 0), expires_at = expires_at - 1000")
-        .execute(&app.state.db.write)
-        .await
-        .unwrap();
+    let age = match app.state.db.backend() {
+        Backend::Sqlite => {
+            "UPDATE web_sessions SET data = json_set(data, '$.touched_at', 0), \
+             expires_at = expires_at - 1000"
+        }
+        Backend::Postgres => {
+            "UPDATE web_sessions SET data = jsonb_set(CAST(data AS jsonb), '{touched_at}', '0')::text, \
+             expires_at = expires_at - 1000"
+        }
+    };
+    sqlx::query(age).execute(&app.state.db.write).await.unwrap();
     let aged = session_row(&app).await;
     let r = app
         .client
@@ -221,7 +229,7 @@ impl Driver {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::helpers::test_dir();
     let dir = tmp.path().join("data");
     let mut daemon = Daemon::start(&dir, tmp.path(), "first");
     let driver = Driver::start(&daemon.url, &dir).await;
@@ -289,12 +297,10 @@ async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
     }
     daemon.stop();
 
-    let db = widgetd::db::Db::open(&dir.join(widgetd::db::DB_FILE))
-        .await
-        .unwrap();
+    let db = crate::helpers::open_data(&dir).await.db;
     for (_, widget) in &seen.submitted {
         let rows: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM audit_log WHERE action = 'widget.submit' AND widget_id = ?",
+            "SELECT count(*) FROM audit_log WHERE action = 'widget.submit' AND widget_id = $1",
         )
         .bind(widget)
         .fetch_one(&db.read)

@@ -8,18 +8,18 @@ use widgetd::error::AppError;
 use widgetd::ids::SessionId;
 use widgetd::secrets::{self, EnvVarName, SecretValue, Target};
 use widgetd::sessions;
-use widgetd::startup::{DataDir, open_data_dir};
+use widgetd::startup::DataDir;
 
 struct Vault {
     data: DataDir,
     alice: User,
     session: SessionId,
-    _dir: tempfile::TempDir,
+    _dir: crate::helpers::TestDir,
 }
 
 async fn vault() -> Vault {
-    let dir = tempfile::tempdir().unwrap();
-    let data = open_data_dir(dir.path()).await.unwrap();
+    let dir = crate::helpers::test_dir();
+    let data = crate::helpers::open_data(dir.path()).await;
     let mut conn = data.db.write.acquire().await.unwrap();
     let alice = auth::create_user(
         &mut conn,
@@ -91,7 +91,7 @@ impl Vault {
                 .await
                 .unwrap();
         for (target, source) in [(&rows[0], &rows[1]), (&rows[1], &rows[0])] {
-            sqlx::query("UPDATE env_vars SET nonce = ?, ciphertext = ? WHERE id = ?")
+            sqlx::query("UPDATE env_vars SET nonce = $1, ciphertext = $2 WHERE id = $3")
                 .bind(&source.1)
                 .bind(&source.2)
                 .bind(target.0)
@@ -165,14 +165,14 @@ async fn flipping_any_stored_byte_fails_decryption() {
         for i in 0..original.len() {
             let mut bad = original.clone();
             bad[i] ^= 0x01;
-            sqlx::query(&format!("UPDATE env_vars SET {column} = ?"))
+            sqlx::query(&format!("UPDATE env_vars SET {column} = $1"))
                 .bind(&bad)
                 .execute(v.pool())
                 .await
                 .unwrap();
             assert_crypto_error(v.env().await);
         }
-        sqlx::query(&format!("UPDATE env_vars SET {column} = ?"))
+        sqlx::query(&format!("UPDATE env_vars SET {column} = $1"))
             .bind(original)
             .execute(v.pool())
             .await
@@ -265,7 +265,7 @@ async fn rotation_keeps_old_values_readable_and_reencrypt_moves_them() {
     let key_of = |name: &'static str| {
         let pool = pool.clone();
         async move {
-            sqlx::query_scalar::<_, i64>("SELECT key_id FROM env_vars WHERE name = ?")
+            sqlx::query_scalar::<_, i64>("SELECT key_id FROM env_vars WHERE name = $1")
                 .bind(name)
                 .fetch_one(&pool)
                 .await

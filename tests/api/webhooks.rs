@@ -225,7 +225,7 @@ async fn notices_are_signed_retried_and_never_carry_a_value() {
 /// delivered after it starts again: the outbox is on disk.
 #[tokio::test]
 async fn an_undelivered_notice_is_sent_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::helpers::test_dir();
     let data = dir.path().join("data");
     let daemon = Daemon::start(&data, dir.path(), "webhooks-1");
     let token = stdout(

@@ -183,14 +183,14 @@ async fn fifty_racing_answers_have_exactly_one_winner() {
             "{page}"
         );
     }
-    let one = |sql: &str| sql.replace("?", &format!("'{id}'"));
+    let one = |sql: &str| sql.replace("$1", &format!("'{id}'"));
     assert_eq!(
-        app.count(&one("SELECT count(*) FROM prompts WHERE widget_id = ?"))
+        app.count(&one("SELECT count(*) FROM prompts WHERE widget_id = $1"))
             .await,
         1
     );
     assert_eq!(
-        app.count(&one("SELECT count(*) FROM audit_log WHERE widget_id = ? AND action IN ('widget.submit', 'widget.dismiss')")).await,
+        app.count(&one("SELECT count(*) FROM audit_log WHERE widget_id = $1 AND action IN ('widget.submit', 'widget.dismiss')")).await,
         1
     );
 }
@@ -233,7 +233,7 @@ async fn every_terminal_state_queues_its_prompt_and_never_changes() {
     let expiring = app
         .pending_widget(&agent, &session, &["EXPIRING_KEY"])
         .await;
-    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = ?")
+    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
         .bind(&expiring)
         .execute(&app.state.db.write)
         .await
