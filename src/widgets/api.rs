@@ -7,16 +7,16 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::{
     AnswerBody, Approval, Ask, AskUser, Cause, EnvVars, Request, WidgetId, WidgetView,
-    after_waiting, archive_session, create, dismiss_widget, get_widget, submit, validate,
+    after_waiting, archive_session, create, dismiss_widget, get_widget, submit, typed, validate,
 };
 use crate::AppState;
 use crate::access::{self, Caller, Need};
-use crate::api::ApiJson;
+use crate::api::{ApiJson, parse_json};
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
@@ -216,7 +216,37 @@ async fn submit_widget(
     }
 }
 
-/// `POST /widgets/{id}/dismiss`.
+/// The JSON body of a dismissal: an optional note.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DismissJson {
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// The note of a dismissal: the form's `note` field, or the JSON body's
+/// (an empty body has none).
+fn dismissal_note(
+    form: bool,
+    fields: Vec<(String, SecretString)>,
+    body: &[u8],
+) -> AppResult<Option<String>> {
+    let raw = match form {
+        true => fields
+            .into_iter()
+            .find(|(k, _)| k == "note")
+            .map(|(_, v)| v.expose_secret().to_owned()),
+        false if body.iter().all(u8::is_ascii_whitespace) => None,
+        false => parse_json::<DismissJson>(body)?.note,
+    };
+    match raw {
+        Some(raw) => typed::plain_text(&raw, &typed::NOTE),
+        None => Ok(None),
+    }
+}
+
+/// `POST /widgets/{id}/dismiss`: a form (`csrf_token`, optional `note`) or
+/// JSON (`{"note"?}`, with `X-CSRF-Token`).
 async fn dismiss_widget_form(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -226,10 +256,18 @@ async fn dismiss_widget_form(
     body: Bytes,
 ) -> AppResult<Response> {
     let form = is_form(&headers);
-    let csrf = if form { form_fields(&body)?.1 } else { None };
+    let (fields, csrf) = if form {
+        form_fields(&body)?
+    } else {
+        (Vec::new(), None)
+    };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
-    match dismiss_widget(&state, &id, &user.id, &client).await {
+    let dismissed = async {
+        let note = dismissal_note(form, fields, &body)?;
+        dismiss_widget(&state, &id, &user.id, note, &client).await
+    };
+    match dismissed.await {
         Ok(view) => Ok(answered(form, view)),
         Err(err) if form && refusal(&err) => {
             Ok(pages::answer_refused(&state, &user, &id, err).await)

@@ -70,14 +70,18 @@ pub fn who(result: &Value, key: &str) -> String {
 /// kind: `subject` is what the kind calls it ("Question").
 pub fn ended_badge(subject: &str, status: WidgetStatus, result: &Value, when: &str) -> Badge {
     let (class, icon, text) = match status {
-        WidgetStatus::Dismissed => (
-            "dismissed",
-            "⊘",
-            format!(
-                "{subject} dismissed by {} at {when}",
-                who(result, "dismissed_by")
-            ),
-        ),
+        WidgetStatus::Dismissed => {
+            let note = result["note"]
+                .as_str()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default();
+            let by = who(result, "dismissed_by");
+            (
+                "dismissed",
+                "⊘",
+                format!("{subject} dismissed by {by} at {when}{note}"),
+            )
+        }
         WidgetStatus::Expired => (
             "expired",
             "⌛",

@@ -10,11 +10,14 @@ use tracing::instrument;
 use super::kind::{
     self, AnswerBody, Answering, Kind, Loaded, ParamsOf, Request, Stored, Unloadable,
 };
-use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store};
+use super::{
+    Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store, typed,
+};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
+use crate::secrets;
 use crate::sessions::{self, Session};
 use crate::{AppState, clock, events, prompts};
 
@@ -197,22 +200,32 @@ pub(crate) async fn submit_as<K: Kind>(
     finish(tx, state, &widget, &Stored::<K>(params), answer).await
 }
 
-/// A person declines to answer.
+/// A person declines to answer, optionally with a note for the agent (read
+/// with [`typed::NOTE`]'s rules); a note holding one of the creator's
+/// stored values is refused.
 pub async fn dismiss_widget(
     state: &AppState,
     id: &WidgetId,
     user: &UserId,
+    note: Option<String>,
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, _) = answerable(&mut tx, id, user).await?;
+    let (widget, session) = answerable(&mut tx, id, user).await?;
     let loaded = kind::load(&widget.kind, &widget.params).map_err(|e| match e {
         Unloadable::UnknownKind => kind::unsupported(&widget.kind, true),
         Unloadable::Unreadable(e) => unreadable(&widget, e),
     })?;
+    if let Some(note) = &note {
+        let texts = [note.as_str()];
+        secrets::refuse_stored_values(&mut tx, &state.keyring, &session.creator_id, &texts).await?;
+    }
     let by = store::user_name(&mut tx, user).await?;
     let mut result = loaded.unanswered();
     result["dismissed_by"] = json!(by);
+    if let Some(note) = note {
+        result["note"] = json!(note);
+    }
     let answer = Answer {
         to: WidgetStatus::Dismissed,
         result,
@@ -324,6 +337,10 @@ async fn after_resolution(
     cause: &Cause<'_>,
 ) -> AppResult<()> {
     let text = loaded.prompt(&state.settings.prompt_tag, to, result);
+    let note = result["note"]
+        .as_str()
+        .filter(|_| to == WidgetStatus::Dismissed);
+    let text = typed::with_note(text, note);
     prompts::queue(tx, &widget.session_id, &widget.id, &text).await?;
     let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
     events::record(tx, &widget.session_id, "widget:resolved", &resolved).await?;

@@ -20,6 +20,7 @@ mod engine;
 pub mod env_vars;
 pub mod kind;
 mod store;
+pub mod typed;
 mod wait;
 
 use serde::{Deserialize, Serialize};

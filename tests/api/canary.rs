@@ -187,6 +187,44 @@ async fn a_canary_reaches_only_the_executor_path() {
         .await
         .unwrap();
     assert_eq!(r.status(), 303);
+    // Free text the person types for the agent (a dismissal's note) that
+    // holds a stored value is refused, and the refusal does not repeat it.
+    let noted: Value = client
+        .post(format!(
+            "{url}/api/v1/sessions/{session_id}/widgets/env-vars"
+        ))
+        .bearer_auth(agent)
+        .json(&json!({ "names": ["NOTED_KEY"], "reason": "a third key" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let noted = noted["widget_id"].as_str().unwrap().to_owned();
+    let mut refusals = Vec::new();
+    for note in [format!("it is {typed}"), format!("{second} (bob's)")] {
+        let r = client
+            .post(format!("{url}/widgets/{noted}/dismiss"))
+            .header("cookie", &cookie)
+            .header("origin", &url)
+            .form(&[("csrf_token", csrf.as_str()), ("note", &note)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422);
+        refusals.extend_from_slice(&r.bytes().await.unwrap());
+    }
+    assert!(String::from_utf8_lossy(&refusals).contains("answer_contains_secret"));
+    let r = client
+        .post(format!("{url}/widgets/{noted}/dismiss"))
+        .header("cookie", &cookie)
+        .header("origin", &url)
+        .form(&[("csrf_token", csrf.as_str()), ("note", "later, please")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
     let body = json!({ "value": scoped, "scope": "session", "session_id": session_id });
     let r = client
         .put(format!("{url}/api/v1/env/SESSION_KEY"))
@@ -387,6 +425,7 @@ async fn a_canary_reaches_only_the_executor_path() {
         assert_absent("the daemon's output at TRACE", &logs, value);
         assert_absent("the CLI's output at TRACE", &cli_output, value);
         assert_absent("the transcript page", &transcript, value);
+        assert_absent("a refused answer's page", &refusals, value);
         assert_absent(
             "a response to an agent token, a prompt or an event",
             &agent_side,

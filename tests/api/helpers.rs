@@ -305,6 +305,32 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A JSON post from `browser`, its form token in `X-CSRF-Token`, as the
+    /// page's script sends it.
+    pub async fn post_json_as(&self, browser: &Browser, path: &str, body: &Value) -> Response {
+        self.client
+            .post(format!("{}{path}", self.url))
+            .header("cookie", &browser.cookie)
+            .header("x-csrf-token", &browser.csrf)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// The HTML of page `path` as `browser` sees it (asserting `200`).
+    pub async fn page(&self, browser: &Browser, path: &str) -> String {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .header("cookie", &browser.cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        r.text().await.unwrap()
+    }
+
     /// `POST /api/v1/sessions/{session}/widgets/env-vars` as the agent.
     pub async fn request_env_vars(&self, agent: &str, session: &str, body: &Value) -> Response {
         self.post_json(

@@ -9,6 +9,7 @@ mod canary;
 mod cli;
 mod connect;
 mod demo;
+mod dismiss;
 mod env_api;
 mod exec;
 mod faults;

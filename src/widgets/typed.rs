@@ -1,0 +1,104 @@
+//! Text a person types for the agent to read: a dismissal's note, and the
+//! free-text answer of a clarification. It is not a secret (it goes into
+//! the resume prompt), so it is plain, bounded, and refused when it holds
+//! one of the session creator's stored values (`Answering::refuse_secrets`).
+
+use crate::error::{AppError, AppResult};
+
+/// Most characters of a dismissal's note.
+pub const MAX_NOTE_CHARS: usize = 500;
+
+/// What a typed text is called in refusals, with its codes.
+pub struct TextRules {
+    /// "a note", "the free-text answer".
+    pub what: &'static str,
+    pub max_chars: usize,
+    /// The code of a text over `max_chars`.
+    pub too_long: &'static str,
+    /// The code of a text with control characters.
+    pub invalid: &'static str,
+}
+
+/// The rules of a dismissal's note.
+pub const NOTE: TextRules = TextRules {
+    what: "a note",
+    max_chars: MAX_NOTE_CHARS,
+    too_long: "note_too_long",
+    invalid: "invalid_note",
+};
+
+/// Reads a typed text: the CRLF line ends a browser sends from a text area
+/// become LF, and the rest is kept as typed. Blank is `None`. Refused: more
+/// than `max_chars` characters, or control characters other than newline
+/// and tab. A refusal never quotes the text.
+pub fn plain_text(raw: &str, rules: &TextRules) -> AppResult<Option<String>> {
+    let text = raw.replace("\r\n", "\n");
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let len = text.chars().count();
+    if len > rules.max_chars {
+        return Err(AppError::invalid(
+            rules.too_long,
+            format!(
+                "{} has at most {} characters; this one has {len}",
+                rules.what, rules.max_chars
+            ),
+        ));
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(AppError::invalid(
+            rules.invalid,
+            format!(
+                "{} is plain text: no control characters but line breaks and tabs",
+                rules.what
+            ),
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// `prompt` with the person's note added as its last sentence, JSON-quoted
+/// so that it cannot pass for the prompt's own words.
+pub fn with_note(prompt: String, note: Option<&str>) -> String {
+    match note {
+        Some(note) => format!("{prompt} User's note: {}", serde_json::Value::from(note)),
+        None => prompt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(raw: &str) -> &'static str {
+        match plain_text(raw, &NOTE) {
+            Err(AppError::Invalid { code, message }) => {
+                assert!(!message.contains(raw), "{message}");
+                code
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn notes_are_plain_bounded_and_keep_what_was_typed() {
+        assert_eq!(plain_text("  \r\n ", &NOTE).unwrap(), None);
+        assert_eq!(
+            plain_text(" use the\r\nstaging key ", &NOTE)
+                .unwrap()
+                .as_deref(),
+            Some(" use the\nstaging key ")
+        );
+        assert!(plain_text(&"é".repeat(500), &NOTE).unwrap().is_some());
+        assert_eq!(code(&"x".repeat(501)), "note_too_long");
+        assert_eq!(code("a\u{1b}[31mred"), "invalid_note");
+        assert_eq!(
+            with_note("[Agor] Done.".into(), Some("say \"hi\"\nthen go")),
+            r#"[Agor] Done. User's note: "say \"hi\"\nthen go""#
+        );
+    }
+}
