@@ -108,6 +108,18 @@ pub enum Command {
     Host(HostArgs),
     /// Print the MCP (and hooks) config for an agent client.
     Connect(ConnectArgs),
+    /// Check the data dir: the database file, every data key, every stored
+    /// secret (decrypted and dropped, never shown) and the audit chain.
+    /// Exits 1 when anything is wrong, saying what to do next.
+    Check {
+        /// `quick_check` instead of `integrity_check`: skips comparing each
+        /// index with its table, much faster on a large database.
+        #[arg(long)]
+        quick: bool,
+        /// Print the report as JSON on standard output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a consistent copy of the live database to PATH.
     Backup {
         /// A file that does not exist yet.

@@ -74,12 +74,19 @@ impl AppError {
             Self::Database(e) if crate::db::storage_unavailable(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
+            Self::Database(e) if crate::db::is_corrupt(e) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "database_corrupt")
+            }
             Self::Crypto(_) | Self::Database(_) | Self::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         }
     }
 }
+
+const CORRUPT_MESSAGE: &str = "widgetd's database is damaged, so this was not answered \
+    (nothing was changed and no data from the damaged part is served). The operator should stop \
+    widgetd and run `widgetd check`, which says what is damaged and what to do";
 
 const STORAGE_MESSAGE: &str = "widgetd could not write to its database: the disk is full or \
     read-only. Nothing was changed; retry once the operator has freed space or made the data \
@@ -93,6 +100,9 @@ impl AppError {
         let message = if code == "storage_unavailable" {
             tracing::error!(error = %self, "the database could not be written");
             STORAGE_MESSAGE.to_owned()
+        } else if code == "database_corrupt" {
+            tracing::error!(error = %self, "the database file is damaged; run `widgetd check`");
+            CORRUPT_MESSAGE.to_owned()
         } else if status.is_server_error() {
             // Bound parameters never appear in these errors, so logging them is
             // safe; the client learns only that something failed on our side.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::crypto::{Keyring, MASTER_KEY_FILE, MasterKey, MasterKeySource};
-use crate::db::{DB_FILE, DatabaseUrl, Db};
+use crate::db::{DB_FILE, DatabaseUrl, Db, integrity};
 
 /// Name of the environment variable that may carry the master key.
 pub const MASTER_KEY_ENV: &str = "WIDGETD_MASTER_KEY";
@@ -24,7 +24,10 @@ pub struct DataDir {
 
 /// Where the master key comes from: `WIDGETD_MASTER_KEY` if set, else the key
 /// file, created only when the database does not exist yet.
-fn load_master_key(dir: &Path, db_exists: bool) -> anyhow::Result<(MasterKey, MasterKeySource)> {
+pub(crate) fn load_master_key(
+    dir: &Path,
+    db_exists: bool,
+) -> anyhow::Result<(MasterKey, MasterKeySource)> {
     if let Ok(text) = std::env::var(MASTER_KEY_ENV) {
         return Ok((
             MasterKey::from_base64(&text, MasterKeySource::Env)?,
@@ -119,7 +122,11 @@ pub async fn open(dir: &Path, database: Option<&DatabaseUrl>) -> anyhow::Result<
         DatabaseUrl::Sqlite(path) => {
             let exists = path.exists();
             let loaded = load_master_key(dir, exists)?;
-            (Db::open(path).await?, exists, loaded)
+            if let Some(damage) = integrity::inspect_wal(path) {
+                tracing::warn!("{damage}; run `widgetd check` to see what the data dir holds now");
+            }
+            let db = Db::open(path).await.map_err(|e| explain_damage(e, &url))?;
+            (db, exists, loaded)
         }
         DatabaseUrl::Postgres(_) => {
             let db = Db::connect(&url).await?;
@@ -138,11 +145,20 @@ pub async fn open(dir: &Path, database: Option<&DatabaseUrl>) -> anyhow::Result<
         Ok(master) => master,
         Err(err) => {
             db.close().await;
-            return Err(err);
+            return Err(explain_damage(err, &url));
         }
     };
-    db.migrate().await?;
-    let keyring = first_data_key(&db, &master, &master_source).await?;
+    if let Err(err) = db.migrate().await {
+        db.close().await;
+        return Err(explain_damage(err, &url));
+    }
+    let keyring = match first_data_key(&db, &master, &master_source).await {
+        Ok(keyring) => keyring,
+        Err(err) => {
+            db.close().await;
+            return Err(explain_damage(err, &url));
+        }
+    };
     Ok(DataDir {
         path: dir.to_owned(),
         db,
@@ -162,6 +178,7 @@ async fn first_data_key(
     source: &MasterKeySource,
 ) -> anyhow::Result<Keyring> {
     let mut tx = db.begin_write().await?;
+    refuse_missing_keys(&mut tx).await?;
     let keyring = Keyring::load(&mut tx, master, source).await?;
     if keyring.is_empty() {
         keyring
@@ -171,4 +188,53 @@ async fn first_data_key(
     }
     tx.commit().await?;
     Ok(keyring)
+}
+
+/// Stops start-up when ciphertexts name a data key the keyring lacks: a
+/// keyring row was deleted, and making a new key in its place would only
+/// hide that those values are lost.
+async fn refuse_missing_keys(conn: &mut sqlx::AnyConnection) -> anyhow::Result<()> {
+    let missing = Keyring::missing_keys(conn).await?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = missing
+        .iter()
+        .map(|(key, used)| format!("data key {key} ({used} stored secret(s) use it)"))
+        .collect();
+    bail!(
+        "the keyring lacks {}: its rows were deleted, so those secrets cannot be decrypted by \
+         anyone. Nothing was changed. Restore the newest backup (`widgetd restore`); `widgetd \
+         check` lists each affected value",
+        list.join(", ")
+    )
+}
+
+/// Whether `err` comes from a damaged database.
+pub(crate) fn is_damage(err: &anyhow::Error) -> bool {
+    use crate::crypto::KeyringError;
+    use crate::error::AppError;
+    err.chain().any(|e| {
+        e.downcast_ref::<sqlx::Error>()
+            .is_some_and(crate::db::is_corrupt)
+            || e.downcast_ref::<AppError>()
+                .is_some_and(|a| matches!(a, AppError::Database(e) if crate::db::is_corrupt(e)))
+            || e.downcast_ref::<KeyringError>()
+                .is_some_and(|k| matches!(k, KeyringError::Database(e) if crate::db::is_corrupt(e)))
+    })
+}
+
+/// Says what to do when `err` comes from a damaged database.
+pub(crate) fn explain_damage(err: anyhow::Error, url: &DatabaseUrl) -> anyhow::Error {
+    if !is_damage(&err) {
+        return err;
+    }
+    let what = match url {
+        DatabaseUrl::Sqlite(path) => format!("the database file {}", path.display()),
+        DatabaseUrl::Postgres(_) => "the PostgreSQL database".to_owned(),
+    };
+    err.context(format!(
+        "{what} is damaged and was not used; run `widgetd check` for what is damaged, then \
+         restore the newest backup (`widgetd restore`, or pg_restore)"
+    ))
 }

@@ -39,6 +39,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Backup { path } => {
             return backup(&dir, database.as_ref(), &path).await.map(|()| 0);
         }
+        Command::Check { quick, json } => return check(&dir, database.as_ref(), quick, json).await,
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
                 url: args.url,
@@ -63,7 +64,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Keys(cmd) => Admin::Keys(cmd),
         Command::Audit(cmd) => Admin::Audit(cmd),
     };
-    let data = startup::open(&dir, database.as_ref()).await?;
+    let url = database.unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
+    let data = startup::open(&dir, Some(&url)).await?;
     let result = match admin {
         Admin::User(cmd) => user(&data, cmd).await,
         Admin::Token(cmd) => token(&data, cmd).await,
@@ -75,7 +77,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     // Closing checkpoints the WAL, so the database file is complete and
     // stable once the command returns.
     data.db.close().await;
-    result.map(|()| 0)
+    result
+        .map(|()| 0)
+        .map_err(|e| crate::startup::explain_damage(e, &url))
 }
 
 /// The commands that work on an opened data dir.
@@ -680,6 +684,22 @@ async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> an
         dir.join(crate::crypto::MASTER_KEY_FILE).display()
     );
     Ok(())
+}
+
+/// `widgetd check`: the report on stdout (or as JSON), exit 1 on problems.
+async fn check(
+    dir: &Path,
+    database: Option<&DatabaseUrl>,
+    quick: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let report = crate::check::run(dir, database, quick).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        report.print();
+    }
+    Ok(if report.ok { 0 } else { 1 })
 }
 
 async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {

@@ -140,6 +140,38 @@ impl Keyring {
         })
     }
 
+    /// Unwraps every data key that `master` can unwrap and names those it
+    /// cannot (wrong master key, or an altered keyring row), instead of
+    /// stopping at the first: `widgetd check` reports each.
+    pub async fn load_checked(
+        conn: &mut AnyConnection,
+        master: &MasterKey,
+    ) -> sqlx::Result<(Self, Vec<i64>)> {
+        let kek = master.kek();
+        let mut keys = BTreeMap::new();
+        let mut failed = Vec::new();
+        for stored in store::list(conn).await? {
+            match unwrap_key(&kek, &stored) {
+                Ok(key) => {
+                    keys.insert(key.id, Arc::new(key));
+                }
+                Err(_) => failed.push(stored.key_id),
+            }
+        }
+        let keyring = Self {
+            kek,
+            keys: RwLock::new(keys),
+        };
+        Ok((keyring, failed))
+    }
+
+    /// Data keys that stored ciphertexts name but the keyring lacks (a
+    /// deleted keyring row), with how many ciphertexts each: those cannot
+    /// be decrypted by anyone.
+    pub async fn missing_keys(conn: &mut AnyConnection) -> sqlx::Result<Vec<(i64, i64)>> {
+        store::missing(conn).await
+    }
+
     /// Whether no data key exists yet (a brand-new data dir).
     pub fn is_empty(&self) -> bool {
         self.keys.read().expect("keyring lock").is_empty()

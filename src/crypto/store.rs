@@ -67,3 +67,18 @@ pub(super) async fn usage(conn: &mut AnyConnection) -> sqlx::Result<Vec<(i64, i6
     .fetch_all(conn)
     .await
 }
+
+/// Data key ids that stored ciphertexts (env values, webhook secrets) name
+/// but the keyring lacks, each with how many ciphertexts name it.
+pub(super) async fn missing(conn: &mut AnyConnection) -> sqlx::Result<Vec<(i64, i64)>> {
+    sqlx::query_as(
+        "SELECT key_id, count(*) FROM (
+             SELECT key_id FROM env_vars
+             UNION ALL SELECT key_id FROM webhook_endpoints
+         ) AS used
+         WHERE key_id NOT IN (SELECT key_id FROM keyring)
+         GROUP BY key_id ORDER BY key_id",
+    )
+    .fetch_all(conn)
+    .await
+}

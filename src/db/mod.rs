@@ -10,6 +10,7 @@
 //! invariant that rests on that (the audit chain, event and prompt order,
 //! caps counted before an insert) holds on both.
 
+pub mod integrity;
 mod postgres;
 mod sqlite;
 mod types;
@@ -217,6 +218,18 @@ pub fn storage_unavailable(err: &sqlx::Error) -> bool {
             io.kind(),
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
         ),
+        _ => false,
+    }
+}
+
+/// Whether the database says its data is damaged: SQLite's CORRUPT or
+/// NOTADB, PostgreSQL's `data_corrupted` or `index_corrupted`.
+pub fn is_corrupt(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            integrity::is_corrupt_error(db.as_ref())
+                || matches!(db.code().as_deref(), Some("XX001" | "XX002"))
+        }
         _ => false,
     }
 }

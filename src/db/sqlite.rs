@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyPool, ConnectOptions};
+use sqlx::{AnyPool, ConnectOptions, Connection};
 
 /// Set on every connection (sqlx's Any driver takes no SQLite options, so
 /// they are statements run as each connection opens).
@@ -28,6 +28,19 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     let url = SqliteConnectOptions::new().filename(path).to_url_lossy();
     let options = AnyConnectOptions::from_url(&url)
         .with_context(|| format!("cannot open the database {}", path.display()))?;
+    // One connection first, outside a pool: a pool retries a connection
+    // whose set-up fails until its time-out, and would hide that the file
+    // is damaged (or is no database) behind "timed out".
+    let mut probe = sqlx::AnyConnection::connect_with(&options)
+        .await
+        .with_context(|| format!("cannot open the database {}", path.display()))?;
+    for pragma in PRAGMAS {
+        sqlx::query(pragma)
+            .execute(&mut probe)
+            .await
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+    }
+    probe.close().await?;
     let pool = |connections: u32| {
         AnyPoolOptions::new()
             .max_connections(connections)

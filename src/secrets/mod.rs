@@ -329,6 +329,66 @@ pub async fn refuse_stored_values(
     Ok(())
 }
 
+/// Authenticates every stored value, `batch` rows at a time, for `widgetd
+/// check`: each is decrypted and dropped at once, never shown. Returns how
+/// many were checked and those that failed (where they are and why, never
+/// anything of the value). Calls `progress(done, total)` after each batch.
+pub async fn check_values(
+    conn: &mut AnyConnection,
+    keyring: &Keyring,
+    batch: i64,
+    mut progress: impl FnMut(i64, i64),
+) -> AppResult<(i64, Vec<BadValue>)> {
+    let total = store::count_all(conn).await?;
+    let (mut done, mut after, mut bad) = (0, 0, Vec::new());
+    loop {
+        let rows = store::rows_after(conn, after, batch).await?;
+        let Some(last) = rows.last() else { break };
+        after = last.id;
+        for row in rows {
+            if let Err(reason) = check_row(conn, keyring, &row).await? {
+                bad.push(BadValue {
+                    id: row.id,
+                    owner_id: row.owner_id,
+                    session_id: row.session_id,
+                    name: row.name,
+                    key_id: row.key_id,
+                    reason,
+                });
+            }
+            done += 1;
+        }
+        progress(done, total);
+    }
+    Ok((done, bad))
+}
+
+/// `Ok(Err(reason))` when the row does not decrypt; the plaintext is
+/// dropped (and zeroed) at once.
+async fn check_row(
+    conn: &mut AnyConnection,
+    keyring: &Keyring,
+    row: &StoredValue,
+) -> AppResult<Result<(), String>> {
+    match decrypt_row(conn, keyring, row).await {
+        Ok(_) => Ok(Ok(())),
+        Err(DecryptError::Unreadable(reason)) => Ok(Err(reason)),
+        Err(DecryptError::Database(e)) => Err(e.into()),
+    }
+}
+
+/// A stored value that failed authentication: where it is and why.
+#[derive(Debug, Serialize)]
+pub struct BadValue {
+    /// The `env_vars` row.
+    pub id: i64,
+    pub owner_id: UserId,
+    pub session_id: Option<SessionId>,
+    pub name: String,
+    pub key_id: i64,
+    pub reason: String,
+}
+
 /// Re-encrypts every value not yet under the newest data key, in batches of
 /// `batch` rows per transaction so that a running daemon is never blocked
 /// for long. Calls `progress(done, total)` after each batch.

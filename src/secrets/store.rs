@@ -110,6 +110,27 @@ pub(super) async fn rows_not_on_key(
     .await
 }
 
+/// Up to `limit` rows with an id above `after`, in id order.
+pub(super) async fn rows_after(
+    conn: &mut AnyConnection,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<StoredValue>> {
+    sqlx::query_as(&format!(
+        "SELECT {STORED_COLUMNS} FROM env_vars WHERE id > $1 ORDER BY id LIMIT $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+pub(super) async fn count_all(conn: &mut AnyConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM env_vars")
+        .fetch_one(conn)
+        .await
+}
+
 pub(super) async fn count_not_on_key(conn: &mut AnyConnection, key_id: i64) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE key_id <> $1")
         .bind(key_id)

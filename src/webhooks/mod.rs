@@ -308,6 +308,50 @@ async fn signing_key(
     Ok((SecretBytes(plain), url, format))
 }
 
+/// A webhook signing secret that failed authentication (for `widgetd check`).
+#[derive(Debug, Serialize)]
+pub struct BadSecret {
+    pub endpoint_id: String,
+    pub owner_id: UserId,
+    pub reason: String,
+}
+
+/// An endpoint's id, owner, data key, nonce and sealed secret.
+type SealedSecret = (String, UserId, i64, Vec<u8>, Vec<u8>);
+
+/// Authenticates every endpoint's signing secret; returns how many were
+/// checked and which failed. Nothing decrypted leaves this function.
+pub async fn check_secrets(
+    conn: &mut AnyConnection,
+    keyring: &Keyring,
+) -> sqlx::Result<(i64, Vec<BadSecret>)> {
+    let rows: Vec<SealedSecret> = sqlx::query_as(
+        "SELECT id, owner_id, key_id, nonce, secret FROM webhook_endpoints ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut bad = Vec::new();
+    let checked = i64::try_from(rows.len()).expect("row count fits i64");
+    for (id, owner, key_id, nonce, secret) in rows {
+        let opened = match keyring.get(conn, key_id).await {
+            Ok(key) => key
+                .open(&endpoint_aad(&id, &owner, key_id), &nonce, &secret)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Err(crate::crypto::KeyringError::Database(e)) => return Err(e),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(reason) = opened {
+            bad.push(BadSecret {
+                endpoint_id: id,
+                owner_id: owner,
+                reason,
+            });
+        }
+    }
+    Ok((checked, bad))
+}
+
 /// A decrypted signing key; zeroed when dropped, never printed.
 struct SecretBytes(zeroize::Zeroizing<Vec<u8>>);
 

@@ -8,6 +8,7 @@ mod browser;
 mod canary;
 mod cli;
 mod connect;
+mod corruption;
 mod demo;
 mod dismiss;
 mod env_api;
