@@ -71,13 +71,13 @@ pub async fn run(
     let url = database
         .cloned()
         .unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
-    if let DatabaseUrl::Sqlite(path) = &url {
-        if !path.exists() {
-            bail!(
-                "there is no database at {}; check --data-dir",
-                path.display()
-            );
-        }
+    if let DatabaseUrl::Sqlite(path) = &url
+        && !path.exists()
+    {
+        bail!(
+            "there is no database at {}; check --data-dir",
+            path.display()
+        );
     }
     let (master, source) = load_master_key(dir, true)?;
     let (wal, opened) = match &url {
