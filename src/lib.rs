@@ -155,6 +155,7 @@ pub fn app(state: AppState) -> Router {
         .merge(prompts::api::router())
         .merge(events::api::router())
         .merge(transcript::router())
+        .merge(transcript::reply::router())
         .merge(hooks::router())
         .merge(web::router())
         .merge(webhooks::api::router())

@@ -1,5 +1,8 @@
 //! The transcript: text messages posted by the agent host, in order with
-//! the widgets the agent created.
+//! the widgets the agent created, and the replies people write to the
+//! agent (`reply`).
+
+pub mod reply;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -13,7 +16,7 @@ use crate::access::{self, Need};
 use crate::api::ApiJson;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
-use crate::ids::SessionId;
+use crate::ids::{SessionId, UserId};
 use crate::{AppState, clock, events};
 
 const MAX_MESSAGE_CHARS: usize = 100_000;
@@ -43,6 +46,9 @@ pub struct Message {
     pub body: Option<String>,
     pub widget_id: Option<String>,
     pub created_at: i64,
+    /// The user name of the person who wrote a reply; `None` for lines
+    /// from the agent or its host.
+    pub author: Option<String>,
 }
 
 /// The session's transcript, oldest first.
@@ -51,7 +57,9 @@ pub async fn list_messages(
     session: &SessionId,
 ) -> sqlx::Result<Vec<Message>> {
     sqlx::query_as(
-        "SELECT id, kind, role, body, widget_id, created_at FROM messages WHERE session_id = $1 ORDER BY id",
+        "SELECT m.id, m.kind, m.role, m.body, m.widget_id, m.created_at, u.name AS author
+         FROM messages m LEFT JOIN users u ON u.id = m.author_id
+         WHERE m.session_id = $1 ORDER BY m.id",
     )
     .bind(session)
     .fetch_all(conn)
@@ -88,13 +96,9 @@ async fn check_room(tx: &mut AnyConnection, session: &SessionId, adding: usize) 
     Ok(())
 }
 
-/// Adds a text line to the transcript and tells the session's watchers.
-pub async fn add_message(
-    state: &AppState,
-    session: &SessionId,
-    role: Role,
-    text: &str,
-) -> AppResult<i64> {
+/// Checks a line's length: 1 to [`MAX_MESSAGE_CHARS`] characters, not
+/// only white space.
+fn check_length(text: &str) -> AppResult<()> {
     let len = text.chars().count();
     if text.trim().is_empty() || len > MAX_MESSAGE_CHARS {
         return Err(AppError::invalid(
@@ -102,23 +106,51 @@ pub async fn add_message(
             format!("`text` needs 1 to {MAX_MESSAGE_CHARS} characters; it has {len}"),
         ));
     }
-    let mut tx = state.db.begin_write().await?;
+    Ok(())
+}
+
+/// Writes a text line and its `message:created` event in the caller's
+/// transaction, if the session is live and has room; returns its id.
+/// `author` is the person who wrote it (a reply), with their user name.
+async fn insert_text(
+    tx: &mut AnyConnection,
+    session: &SessionId,
+    role: Role,
+    author: Option<(&UserId, &str)>,
+    text: &str,
+) -> AppResult<i64> {
     // An archived session is closed: nothing more is added to it.
-    crate::widgets::live(crate::sessions::get_session(&mut tx, session).await?)?;
-    check_room(&mut tx, session, text.len()).await?;
+    crate::widgets::live(crate::sessions::get_session(&mut *tx, session).await?)?;
+    check_room(&mut *tx, session, text.len()).await?;
     let message_id: i64 = sqlx::query_scalar(
-        "INSERT INTO messages (session_id, kind, role, body, created_at) VALUES ($1, 'text', $2, $3, $4) RETURNING id",
+        "INSERT INTO messages (session_id, kind, role, body, author_id, created_at)
+         VALUES ($1, 'text', $2, $3, $4, $5) RETURNING id",
     )
     .bind(session)
     .bind(role)
     .bind(text)
+    .bind(author.map(|(id, _)| id))
     .bind(clock::now_ms())
     .fetch_one(&mut *tx)
     .await?;
     // The text is kept once, in the message: `events::since` adds it to
     // the event when the event is read.
-    let payload = json!({ "message_id": message_id, "role": role });
-    events::record(&mut tx, session, "message:created", &payload).await?;
+    let payload =
+        json!({ "message_id": message_id, "role": role, "author": author.map(|(_, name)| name) });
+    events::record(&mut *tx, session, "message:created", &payload).await?;
+    Ok(message_id)
+}
+
+/// Adds a text line to the transcript and tells the session's watchers.
+pub async fn add_message(
+    state: &AppState,
+    session: &SessionId,
+    role: Role,
+    text: &str,
+) -> AppResult<i64> {
+    check_length(text)?;
+    let mut tx = state.db.begin_write().await?;
+    let message_id = insert_text(&mut tx, session, role, None, text).await?;
     tx.commit().await?;
     state.hub.publish(session);
     Ok(message_id)

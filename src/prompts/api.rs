@@ -57,6 +57,7 @@ async fn list_prompts(
                     json!({
                         "prompt_id": p.prompt_id,
                         "widget_id": p.widget_id,
+                        "message_id": p.message_id,
                         "text": p.text,
                         "created_at": clock::rfc3339(p.created_at),
                     })

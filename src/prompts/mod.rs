@@ -15,11 +15,20 @@ use crate::widgets::WidgetId;
 /// The default tag that opens every prompt.
 pub const DEFAULT_TAG: &str = "[Agor]";
 
-/// A queued prompt as the agent host receives it.
+/// The resume prompt of a person's reply under the transcript: who wrote
+/// it and the text as they wrote it (already checked by
+/// `transcript::reply::ReplyText`).
+pub fn reply_prompt(tag: &str, author: &str, text: &str) -> String {
+    format!("{tag} User {author} wrote: {text}")
+}
+
+/// A queued prompt as the agent host receives it: from a widget or from a
+/// person's reply (a transcript message).
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct Prompt {
     pub prompt_id: i64,
-    pub widget_id: String,
+    pub widget_id: Option<String>,
+    pub message_id: Option<i64>,
     pub text: String,
     pub created_at: i64,
 }
@@ -44,13 +53,34 @@ pub async fn queue(
     Ok(())
 }
 
+/// Queues the prompt of a person's reply (transcript message `message`) in
+/// the caller's transaction; the unique key on the message makes a second
+/// one impossible.
+pub async fn queue_reply(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+    message: i64,
+    text: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO prompts (session_id, message_id, text, created_at) VALUES ($1, $2, $3, $4)
+         RETURNING id",
+    )
+    .bind(session)
+    .bind(message)
+    .bind(text)
+    .bind(clock::now_ms())
+    .fetch_one(conn)
+    .await
+}
+
 /// Prompts not acknowledged yet, oldest first.
 pub async fn undelivered(
     conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<Vec<Prompt>> {
     sqlx::query_as(
-        "SELECT id AS prompt_id, widget_id, text, created_at FROM prompts
+        "SELECT id AS prompt_id, widget_id, message_id, text, created_at FROM prompts
          WHERE session_id = $1 AND acked_at IS NULL ORDER BY id",
     )
     .bind(session)

@@ -210,12 +210,24 @@ struct TranscriptPage {
     title: String,
     archived: bool,
     entries: Vec<Entry>,
+    /// The viewer may answer widgets and write replies.
+    can_answer: bool,
     /// The viewer created the session and may share it.
     owner: bool,
     others_can: &'static str,
     grants: Vec<(String, &'static str)>,
     /// The id to continue from for earlier entries, when there are more.
     earlier: Option<i64>,
+    /// Why the last reply was refused, shown beside the (empty) reply box.
+    reply_error: Option<FormError>,
+}
+
+/// A refused form answer, shown where it was given.
+enum Refused<'a> {
+    /// To the widget with this id.
+    Widget(&'a str, &'a FormError),
+    /// In the reply box.
+    Reply(FormError),
 }
 
 /// Entries on one page of a transcript: the most recent ones.
@@ -249,7 +261,7 @@ async fn transcript_page(
     state: &AppState,
     user: &CurrentUser,
     session: Session,
-    error: Option<(&str, &FormError)>,
+    refused: Option<Refused<'_>>,
     before: Option<i64>,
 ) -> AppResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
@@ -268,7 +280,12 @@ async fn transcript_page(
         can_answer: access >= Access::Prompt,
         vault: &vault,
     };
-    let entries = views::entries(messages, widgets, &viewer, error)?;
+    let (widget_error, reply_error) = match refused {
+        Some(Refused::Widget(id, e)) => (Some((id, e)), None),
+        Some(Refused::Reply(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    let entries = views::entries(messages, widgets, &viewer, widget_error)?;
     Ok(TranscriptPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
@@ -277,6 +294,7 @@ async fn transcript_page(
         title: session.title,
         archived: session.archived_at.is_some(),
         entries,
+        can_answer: access >= Access::Prompt,
         owner: access == Access::Owner,
         others_can: others_can.as_str(),
         grants: grants
@@ -284,6 +302,7 @@ async fn transcript_page(
             .map(|(name, a)| (name, a.as_str()))
             .collect(),
         earlier,
+        reply_error,
     })
 }
 
@@ -310,14 +329,8 @@ pub async fn view_transcript_get(
         .into_response())
 }
 
-/// A refused form answer: the transcript again, the message beside the
-/// widget's inputs, every value field empty.
-pub async fn answer_refused(
-    state: &AppState,
-    user: &CurrentUser,
-    widget: &WidgetId,
-    err: AppError,
-) -> Response {
+/// The status and the shown form of a refused form answer.
+fn form_error(err: &AppError) -> (StatusCode, FormError) {
     let (status, body) = err.to_body();
     let shown = FormError {
         code: body["error"]["code"]
@@ -329,10 +342,42 @@ pub async fn answer_refused(
             .unwrap_or_default()
             .to_owned(),
     };
+    (status, shown)
+}
+
+/// A refused form answer: the transcript again, the message beside the
+/// widget's inputs, every value field empty.
+pub async fn answer_refused(
+    state: &AppState,
+    user: &CurrentUser,
+    widget: &WidgetId,
+    err: AppError,
+) -> Response {
+    let (status, shown) = form_error(&err);
     let page = async {
         let row = widgets::get_widget(&mut *state.db.read.acquire().await?, widget).await?;
         let session = readable(state, user, row.session_id.as_str()).await?;
-        transcript_page(state, user, session, Some((widget.as_str(), &shown)), None).await
+        let refused = Refused::Widget(widget.as_str(), &shown);
+        transcript_page(state, user, session, Some(refused), None).await
+    };
+    match page.await {
+        Ok(page) => (status, page).into_response(),
+        Err(_) => PageError(err).into_response(),
+    }
+}
+
+/// A refused reply: the transcript again with the reason beside the reply
+/// box, which is empty (the text may hold a secret; it is never echoed).
+pub async fn reply_refused(
+    state: &AppState,
+    user: &CurrentUser,
+    session: &str,
+    err: AppError,
+) -> Response {
+    let (status, shown) = form_error(&err);
+    let page = async {
+        let session = readable(state, user, session).await?;
+        transcript_page(state, user, session, Some(Refused::Reply(shown)), None).await
     };
     match page.await {
         Ok(page) => (status, page).into_response(),

@@ -23,6 +23,8 @@ pub struct WidgetCard {
 pub struct TextEntry {
     pub id: i64,
     pub role: String,
+    /// The person who wrote a reply.
+    pub author: Option<String>,
     pub body: String,
     pub time: String,
 }
@@ -69,6 +71,7 @@ pub fn entries(
             None => entries.push(Entry::Text(TextEntry {
                 id: m.id,
                 role: format!("{:?}", m.role).to_lowercase(),
+                author: m.author,
                 body: m.body.unwrap_or_default(),
                 time: clock::rfc3339(m.created_at),
             })),

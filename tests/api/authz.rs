@@ -67,6 +67,7 @@ const TABLE: &[Row] = &[
     row("POST", "/sessions", Cookie, "....cvpsm"),
     row("GET", "/sessions/{id}", Cookie, "....cvp.."),
     row("POST", "/sessions/{id}/sharing", Cookie, "....c...."),
+    row("POST", "/sessions/{id}/reply", Cookie, "....c.p.."),
     row(
         "GET",
         "/sessions/{id}/widgets/{widget_id}",
@@ -278,6 +279,7 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
         ],
         "/sessions" => vec![("title", "made in the matrix".into())],
         "/sessions/{id}/sharing" => vec![("others_can", "none".into())],
+        "/sessions/{id}/reply" => vec![("text", "go on with the staging database".into())],
         "/widgets/{id}/submit" => vec![
             ("value.MATRIX_KEY", "matrix-value".into()),
             ("scope", "session".into()),

@@ -390,6 +390,44 @@ async fn a_canary_reaches_only_the_executor_path() {
             .unwrap(),
     );
 
+    // The reply box: a reply holding a stored value is refused without
+    // echoing it, whoever types it; an ordinary one reaches the agent.
+    for (who_cookie, who_csrf, text) in [
+        (&cookie, &csrf, format!("here it is: {typed}")),
+        (&bob_cookie, &bob_csrf, format!("{second}\nthat one")),
+        (&cookie, &csrf, "use the staging database".to_owned()),
+    ] {
+        let r = client
+            .post(format!("{url}/sessions/{session_id}/reply"))
+            .header("cookie", who_cookie)
+            .header("origin", &url)
+            .form(&[("csrf_token", who_csrf.as_str()), ("text", &text)])
+            .send()
+            .await
+            .unwrap();
+        let refused = r.status() == 422;
+        assert_eq!(
+            refused,
+            text != "use the staging database",
+            "{}",
+            r.status()
+        );
+        transcript.extend_from_slice(&r.bytes().await.unwrap());
+    }
+    let r = client
+        .get(format!("{url}/api/v1/sessions/{session_id}/prompts"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let queued = r.bytes().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&queued).contains("wrote: use the staging database"),
+        "{}",
+        String::from_utf8_lossy(&queued)
+    );
+    agent_side.extend_from_slice(&queued);
+
     let live_db = stored_data(&dir);
     let live_wal = read_if_exists(&dir.join("widgetd.db-wal"));
     assert!(

@@ -21,6 +21,7 @@ mod host;
 mod mcp;
 mod ops;
 mod questions;
+mod replies;
 mod sessions;
 mod sharing;
 mod streams;
