@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::crypto::Keyring;
+use crate::crypto::{Keyring, MasterKey, MasterKeySource};
 use crate::db::{Backend, DB_FILE, DatabaseUrl, Db, integrity};
 use crate::progress::Progress;
 use crate::startup::load_master_key;
@@ -80,13 +80,25 @@ pub async fn run(
         );
     }
     let (master, source) = load_master_key(dir, true)?;
-    let (wal, opened) = match &url {
+    run_with_key(&url, &dir.display().to_string(), &master, &source, quick).await
+}
+
+/// Checks the database `url` with `master` (for `restore`, which checks a
+/// copy before it takes its place). `label` names it in the report.
+pub async fn run_with_key(
+    url: &DatabaseUrl,
+    label: &str,
+    master: &MasterKey,
+    source: &MasterKeySource,
+    quick: bool,
+) -> anyhow::Result<Report> {
+    let (wal, opened) = match url {
         DatabaseUrl::Sqlite(path) => (integrity::inspect_wal(path), Db::open(path).await),
-        DatabaseUrl::Postgres(_) => (None, Db::connect(&url).await),
+        DatabaseUrl::Postgres(_) => (None, Db::connect(url).await),
     };
     let sections = match opened {
         Ok(db) => {
-            let result = check_open(&db, &master, &source, quick, wal).await;
+            let result = check_open(&db, master, source, quick, wal).await;
             db.close().await;
             result?
         }
@@ -102,7 +114,7 @@ pub async fn run(
     };
     Ok(Report {
         ok: sections.iter().all(|s| s.problems.is_empty()),
-        data_dir: dir.display().to_string(),
+        data_dir: label.to_owned(),
         sections,
     })
 }
@@ -132,8 +144,8 @@ async fn file_sections(
 
 async fn check_open(
     db: &Db,
-    master: &crate::crypto::MasterKey,
-    source: &crate::crypto::MasterKeySource,
+    master: &MasterKey,
+    source: &MasterKeySource,
     quick: bool,
     wal: Option<String>,
 ) -> anyhow::Result<Vec<Section>> {

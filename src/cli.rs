@@ -125,6 +125,20 @@ pub enum Command {
         /// A file that does not exist yet.
         path: PathBuf,
     },
+    /// Make a backup the data dir's database, once it checks out with its
+    /// master key (every value decrypts, the audit chain verifies).
+    Restore {
+        /// A file written by `widgetd backup`.
+        backup: PathBuf,
+        /// The master key file of the backup's time; copied into the data
+        /// dir (unless WIDGETD_MASTER_KEY is set). Default: the data dir's key.
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        /// Restore over a data dir that has a database: stop widgetd first;
+        /// the present files are moved aside (`widgetd.db.before-restore-…`).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod ops;
 pub mod progress;
 pub mod prompts;
+pub mod restore;
 pub mod secrets;
 pub mod sessions;
 pub mod startup;

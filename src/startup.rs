@@ -51,7 +51,7 @@ pub(crate) fn load_master_key(
     Ok((key, source))
 }
 
-fn create_dir_private(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn create_dir_private(dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());

@@ -39,6 +39,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Backup { path } => {
             return backup(&dir, database.as_ref(), &path).await.map(|()| 0);
         }
+        Command::Restore {
+            backup,
+            key_file,
+            force,
+        } => return restore(&dir, database.as_ref(), &backup, key_file.as_deref(), force).await,
         Command::Check { quick, json } => return check(&dir, database.as_ref(), quick, json).await,
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
@@ -684,6 +689,38 @@ async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> an
         dir.join(crate::crypto::MASTER_KEY_FILE).display()
     );
     Ok(())
+}
+
+/// `widgetd restore`: the embedded database only.
+async fn restore(
+    dir: &Path,
+    database: Option<&DatabaseUrl>,
+    backup: &Path,
+    key_file: Option<&Path>,
+    force: bool,
+) -> anyhow::Result<u8> {
+    if let Some(DatabaseUrl::Postgres(_)) = database {
+        bail!(
+            "`widgetd restore` restores the embedded SQLite database; restore PostgreSQL with pg_restore"
+        );
+    }
+    let report = crate::restore::run(crate::restore::RestoreOptions {
+        dir,
+        backup,
+        key_file,
+        force,
+    })
+    .await?;
+    println!("restored {} into {}:", backup.display(), dir.display());
+    for section in &report.sections {
+        println!("  {:<16} {}", section.name, section.summary);
+    }
+    println!(
+        "Start widgetd with --data-dir {}. Tokens revoked, users disabled and values changed since \
+         the backup are as they were then: redo those changes (docs/operations.md).",
+        dir.display()
+    );
+    Ok(0)
 }
 
 /// `widgetd check`: the report on stdout (or as JSON), exit 1 on problems.

@@ -4,6 +4,7 @@
 mod approvals;
 mod authz;
 mod backend;
+mod backup;
 mod browser;
 mod canary;
 mod cli;
