@@ -93,9 +93,24 @@ pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value) -> AppResult<T
     serde_path_to_error::deserialize(value).map_err(invalid_body)
 }
 
+/// [`parse_value`] for a part of a body found at `at` (`widget`): a refusal
+/// names its place in the whole body (`widget.options.0.label`).
+pub fn parse_value_at<T: DeserializeOwned>(value: serde_json::Value, at: &str) -> AppResult<T> {
+    serde_path_to_error::deserialize(value).map_err(|err| invalid_body_at(err, at))
+}
+
 /// `400 invalid_body` naming where and what is wrong, quoting nothing sent.
 fn invalid_body(err: serde_path_to_error::Error<serde_json::Error>) -> AppError {
-    let mut segments: Vec<String> = err.path().iter().map(segment_text).collect();
+    invalid_body_at(err, "")
+}
+
+/// [`invalid_body`] for an error inside the part of the body at `at`.
+fn invalid_body_at(err: serde_path_to_error::Error<serde_json::Error>, at: &str) -> AppError {
+    let mut segments: Vec<String> = (!at.is_empty())
+        .then(|| at.to_owned())
+        .into_iter()
+        .chain(err.path().iter().map(segment_text))
+        .collect();
     let inner = err.into_inner();
     // The path of an unknown field ends in the unknown key itself, which
     // may be anything the caller typed: name its parent instead.

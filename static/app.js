@@ -14,9 +14,37 @@ function updateChoiceForms(root) {
     if (send) send.disabled = !answered;
   }
 }
-document.addEventListener("input", () => updateChoiceForms(document));
-document.addEventListener("change", () => updateChoiceForms(document));
-document.addEventListener("DOMContentLoaded", () => updateChoiceForms(document));
+// Clarifications with a `choice`: "Send answer" waits for a pick or a typed
+// answer (the server checks the same rule), and a single choice can be
+// cleared again, to answer in words only.
+function updateClarificationChoices(root) {
+  for (const form of root.querySelectorAll("form.clarification.type-choice")) {
+    const picked = form.querySelector("input[name=selected]:checked");
+    const typed = form.querySelector("textarea[name=freeform]").value.trim() !== "";
+    const send = form.querySelector("button[type=submit]:not([form])");
+    if (send) send.disabled = !picked && !typed;
+    const clear = form.querySelector("button.clear-choice");
+    if (clear) clear.hidden = !picked;
+  }
+}
+document.addEventListener("click", (event) => {
+  const clear = event.target.closest("form.clarification button.clear-choice");
+  if (!clear) return;
+  for (const input of clear.form.querySelectorAll("input[name=selected]")) input.checked = false;
+  updateForms(document);
+  clear.form.querySelector("textarea[name=freeform]").focus();
+});
+
+// Every form's enhancement, run when the page loads, when anything is
+// typed or picked, and when a card arrives live. A clarification type
+// with a script adds its function here.
+function updateForms(root) {
+  updateChoiceForms(root);
+  updateClarificationChoices(root);
+}
+document.addEventListener("input", () => updateForms(document));
+document.addEventListener("change", () => updateForms(document));
+document.addEventListener("DOMContentLoaded", () => updateForms(document));
 
 // A form being sent shows it and is not sent twice. The button is marked
 // busy, not disabled: a disabled submitter would drop its own name=value
@@ -62,7 +90,7 @@ window.addEventListener("pageshow", () => {
       // Only a change of state replaces a card: never wipe what someone is typing.
       current.replaceWith(card);
     }
-    updateChoiceForms(transcript);
+    updateForms(transcript);
   }
 
   function addMessage(data) {

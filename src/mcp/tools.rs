@@ -19,7 +19,9 @@ use crate::access::{self, Caller, Need};
 use crate::api::parse_value;
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
-use crate::widgets::{self, Approval, Ask, AskUser, Cause, EnvVars, Request, WidgetId, WidgetView};
+use crate::widgets::{
+    self, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId, WidgetView,
+};
 
 /// The MCP server: one per request (stateless), sharing the app state.
 #[derive(Clone)]
@@ -179,6 +181,31 @@ impl AgentTools {
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
         respond(self.create::<Approval>(&ctx, args).await)
+    }
+
+    /// Ask the user a clarifying question when a request is ambiguous, with
+    /// a widget that fits the ambiguity: `question` says why you ask (1 to
+    /// 1000 characters), `widget` how the user answers. Widget types:
+    /// `choice` (pick one of 2 to 10 options `{label, description?,
+    /// markdown?}`, or several with `multi_select`). The user can always
+    /// answer in their own words, beside the widget or instead of it, or
+    /// dismiss the question (maybe with a note). The answer is
+    /// `{structured, freeform}`: for `choice`, `structured` is
+    /// `{"selected": [label…]}` (empty when the user only typed) and
+    /// `freeform` the typed text ("" when none).
+    /// Returns `{widget_id, status: "pending"}` at once, whether or not
+    /// anyone has the transcript open (the question waits there):
+    /// END YOUR TURN and the answer arrives as your next message. With
+    /// `wait_seconds` (at most 300) it waits and returns the answer in
+    /// `result`; if the time runs out it returns `pending` and the answer
+    /// still arrives as a message later. There is never a default answer.
+    #[tool(input_schema = input_schema::<Clarification>())]
+    async fn request_clarification(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        respond(self.create::<Clarification>(&ctx, args).await)
     }
 
     /// The current state of a widget you created in this session: its

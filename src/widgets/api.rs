@@ -11,8 +11,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::{
-    AnswerBody, Approval, Ask, AskUser, Cause, EnvVars, Request, WidgetId, WidgetView,
-    after_waiting, archive_session, create, dismiss_widget, get_widget, submit, typed, validate,
+    AnswerBody, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId,
+    WidgetView, after_waiting, archive_session, create, dismiss_widget, get_widget, submit, typed,
+    validate,
 };
 use crate::AppState;
 use crate::access::{self, Caller, Need};
@@ -39,6 +40,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/sessions/{id}/widgets/approval",
             post(create_widget::<Approval>),
+        )
+        .route(
+            "/api/v1/sessions/{id}/widgets/clarification",
+            post(create_widget::<Clarification>),
         )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/widgets/{id}", get(read_widget))

@@ -66,6 +66,15 @@ pub fn who(result: &Value, key: &str) -> String {
     result[key].as_str().unwrap_or("someone").to_owned()
 }
 
+/// The badge of an answered question: "Answered by alice at …".
+pub fn answered_by(result: &Value, when: &str) -> Badge {
+    Badge {
+        class: "submitted",
+        icon: "✅",
+        text: format!("Answered by {} at {when}", who(result, "answered_by")),
+    }
+}
+
 /// The badge of a widget that ended without an answer, the same for every
 /// kind: `subject` is what the kind calls it ("Question").
 pub fn ended_badge(subject: &str, status: WidgetStatus, result: &Value, when: &str) -> Badge {

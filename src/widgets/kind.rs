@@ -313,6 +313,7 @@ const KINDS: &[&dyn Registered] = &[
     &Entry::<super::env_vars::EnvVars>::NEW,
     &Entry::<super::ask::Questions>::NEW,
     &Entry::<super::approval::Approval>::NEW,
+    &Entry::<super::clarification::Clarification>::NEW,
 ];
 
 /// The registered kind that reads `widgets.kind = kind`.

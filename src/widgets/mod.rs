@@ -7,7 +7,8 @@
 //! is the only way out, so concurrent answers cannot both win and a crash
 //! leaves either the old state or the whole new one.
 //!
-//! Each kind is one module (`env_vars`, `ask`, `approval`) implementing the
+//! Each kind is one module (`env_vars`, `ask`, `approval`,
+//! `clarification`) implementing the
 //! traits of [`kind`]; the lifecycle they share is in [`engine`], waiting
 //! for an answer in `wait.rs`, the cards' common parts in [`card`].
 
@@ -15,6 +16,7 @@ pub mod api;
 pub mod approval;
 pub mod ask;
 pub mod card;
+pub mod clarification;
 pub mod delivery;
 mod engine;
 pub mod env_vars;
@@ -30,6 +32,7 @@ use sqlx::AnyConnection;
 pub use crate::ids::WidgetId;
 pub use approval::Approval;
 pub use ask::{Ask, AskUser, Questions};
+pub use clarification::Clarification;
 pub use delivery::{Answered, Waited};
 pub use engine::{
     MAX_PENDING_PER_SESSION, archive_session, create, dismiss_widget, expire_due, live, submit,

@@ -113,6 +113,12 @@ const TABLE: &[Row] = &[
         Bearer,
         ".a..c....",
     ),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/widgets/clarification",
+        Bearer,
+        ".a..c....",
+    ),
     row("GET", "/settings/approvals", Cookie, "....cvpsm"),
     row("POST", "/settings/approvals/revoke", Cookie, "....cvpsm"),
     row("GET", "/settings/webhooks", Cookie, "....cvpsm"),
@@ -323,6 +329,8 @@ fn json_for(path: &str) -> Value {
         "/api/v1/sessions/{id}/widgets/approval" => {
             json!({ "tool": "Bash", "input": { "command": "ls" } })
         }
+        "/api/v1/sessions/{id}/widgets/clarification" => json!({ "question": "Which?",
+            "widget": { "type": "choice", "options": [{ "label": "a" }, { "label": "b" }] } }),
         "/mcp" => json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "matrix", "version": "1" } } }),
         _ => json!({}),

@@ -286,7 +286,7 @@ async fn a_second_tab_sees_the_resolution_live() {
 
 /// Markup that, if it ran, sets `window.__xss` or the title. Each fits the
 /// shortest field it goes into (placeholders: 120 characters).
-const XSS: &[&str] = &[
+pub const XSS: &[&str] = &[
     "<script>window.__xss=1</script>",
     "<img src=x onerror=\"window.__xss=1\">",
     "<svg onload=\"window.__xss=1\"><circle r=\"9\"/></svg>",
@@ -308,8 +308,10 @@ const XSS: &[&str] = &[
 ];
 
 /// Everything in the page that could run script or load something, plus
-/// what a test checks about it. Fails the test with what it found.
-async fn assert_inert(chrome: &Chrome, title: &str) {
+/// what a test checks about it (agent-written markdown, in `.instructions`
+/// and `.markdown`, holds only the allowed tags). Fails the test with what
+/// it found.
+pub async fn assert_inert(chrome: &Chrome, title: &str) {
     let found = chrome
         .js(r#"
             const html = (e) => e.outerHTML.slice(0, 160);
@@ -326,7 +328,7 @@ async fn assert_inert(chrome: &Chrome, title: &str) {
               links: [...document.querySelectorAll('a[href], area[href]')]
                 .filter(a => !['http:', 'https:'].includes(a.protocol)).map(html),
               scripts: [...document.scripts].map(s => s.getAttribute('src')),
-              instructions: [...document.querySelectorAll('.instructions *')]
+              instructions: [...document.querySelectorAll('.instructions *, .markdown *')]
                 .filter(e => !allowed.includes(e.tagName)
                   || [...e.attributes].some(a => !['href', 'rel'].includes(a.name)))
                 .map(html),

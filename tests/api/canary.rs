@@ -187,7 +187,8 @@ async fn a_canary_reaches_only_the_executor_path() {
         .await
         .unwrap();
     assert_eq!(r.status(), 303);
-    // Free text the person types for the agent (a dismissal's note) that
+    // Free text the person types for the agent (a dismissal's note, a
+    // clarification's free-text answer) that
     // holds a stored value is refused, and the refusal does not repeat it.
     let noted: Value = client
         .post(format!(
@@ -221,6 +222,57 @@ async fn a_canary_reaches_only_the_executor_path() {
         .header("cookie", &cookie)
         .header("origin", &url)
         .form(&[("csrf_token", csrf.as_str()), ("note", "later, please")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    // The same for a clarification's free-text answer, as a form and as JSON.
+    let clarification: Value = client
+        .post(format!(
+            "{url}/api/v1/sessions/{session_id}/widgets/clarification"
+        ))
+        .bearer_auth(agent)
+        .json(
+            &json!({ "question": "Which one?", "widget": { "type": "choice",
+            "options": [{ "label": "a" }, { "label": "b" }] } }),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let clarification = clarification["widget_id"].as_str().unwrap().to_owned();
+    let submit = format!("{url}/widgets/{clarification}/submit");
+    let r = client
+        .post(&submit)
+        .header("cookie", &cookie)
+        .header("origin", &url)
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("selected", "a"),
+            ("freeform", &typed),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    refusals.extend_from_slice(&r.bytes().await.unwrap());
+    let r = client
+        .post(&submit)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({ "freeform": format!("like {second}") }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    refusals.extend_from_slice(&r.bytes().await.unwrap());
+    let r = client
+        .post(&submit)
+        .header("cookie", &cookie)
+        .header("origin", &url)
+        .form(&[("csrf_token", csrf.as_str()), ("freeform", "the usual one")])
         .send()
         .await
         .unwrap();

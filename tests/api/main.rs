@@ -7,6 +7,7 @@ mod backend;
 mod backup;
 mod browser;
 mod canary;
+mod clarification;
 mod cli;
 mod connect;
 mod corruption;

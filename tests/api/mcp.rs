@@ -10,10 +10,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, assert_error, scene, spawn_app};
 
-type McpClient = RunningService<RoleClient, ()>;
+pub(crate) type McpClient = RunningService<RoleClient, ()>;
 
 /// Connects as the holder of `token` (sent as `Bearer <token>`), if any.
-async fn connect(app: &TestApp, token: Option<&str>) -> Result<McpClient, ClientInitializeError> {
+pub(crate) async fn connect(
+    app: &TestApp,
+    token: Option<&str>,
+) -> Result<McpClient, ClientInitializeError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url));
     if let Some(token) = token {
         config = config.auth_header(token);
@@ -22,7 +25,11 @@ async fn connect(app: &TestApp, token: Option<&str>) -> Result<McpClient, Client
         .await
 }
 
-async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> CallToolResult {
+pub(crate) async fn call(
+    client: &McpClient,
+    tool: &'static str,
+    arguments: Value,
+) -> CallToolResult {
     let Value::Object(arguments) = arguments else {
         panic!("tool arguments are a JSON object");
     };
@@ -33,13 +40,13 @@ async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> CallT
 }
 
 /// The structured content of a successful call.
-fn structured(result: CallToolResult) -> Value {
+pub(crate) fn structured(result: CallToolResult) -> Value {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     result.structured_content.expect("structured content")
 }
 
 /// The text of a tool error.
-fn error_text(result: &CallToolResult) -> String {
+pub(crate) fn error_text(result: &CallToolResult) -> String {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     result.content[0]
         .as_text()
@@ -49,7 +56,7 @@ fn error_text(result: &CallToolResult) -> String {
 }
 
 /// The stable code in a tool error's `{"error":{"code","message"}}` text.
-fn error_code(result: &CallToolResult) -> String {
+pub(crate) fn error_code(result: &CallToolResult) -> String {
     let body: Value = serde_json::from_str(&error_text(result)).unwrap();
     body["error"]["code"].as_str().unwrap().to_owned()
 }
@@ -105,6 +112,7 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
             "ask_user",
             "get_widget_status",
             "request_approval",
+            "request_clarification",
             "request_env_vars"
         ]
     );

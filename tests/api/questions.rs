@@ -189,7 +189,7 @@ async fn acked_eventually(app: &TestApp, widget: &str) {
     }
 }
 
-async fn first_widget_id(app: &TestApp) -> String {
+pub(crate) async fn first_widget_id(app: &TestApp) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let id: Option<String> = sqlx::query_scalar("SELECT id FROM widgets")
@@ -692,7 +692,7 @@ async fn question_validation_has_stable_codes() {
 }
 
 /// `textContent` of every element matching `css`.
-async fn texts(chrome: &Chrome, css: &str) -> Value {
+pub(crate) async fn texts(chrome: &Chrome, css: &str) -> Value {
     chrome
         .js(&format!(
             "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"

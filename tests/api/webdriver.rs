@@ -104,6 +104,17 @@ impl Chrome {
     /// Starts chromedriver on a free port and opens a session in a fresh,
     /// headless Chromium.
     pub async fn launch() -> Chrome {
+        Self::launch_with(true).await
+    }
+
+    /// [`Chrome::launch`] with JavaScript switched off for every page (the
+    /// browser's content setting), as a person with scripts blocked sees
+    /// widgetd. WebDriver still drives the page.
+    pub async fn launch_without_javascript() -> Chrome {
+        Self::launch_with(false).await
+    }
+
+    async fn launch_with(javascript: bool) -> Chrome {
         let chrome = program("CHROME_BIN", &["/usr/bin/chromium", "chromium"]);
         let chromedriver = program("CHROMEDRIVER", &["chromedriver", "/usr/bin/chromedriver"]);
         let profile = tempfile::tempdir().unwrap();
@@ -127,10 +138,11 @@ impl Chrome {
         ];
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), json!("chrome"));
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({ "binary": chrome, "args": args }),
-        );
+        let mut options = json!({ "binary": chrome, "args": args });
+        if !javascript {
+            options["prefs"] = json!({ "profile.managed_default_content_settings.javascript": 2 });
+        }
+        caps.insert("goog:chromeOptions".into(), options);
         let connected = ClientBuilder::native()
             .capabilities(caps)
             .connect(&format!("http://127.0.0.1:{port}"))

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::WidgetStatus;
-use super::card::{Badge, Card, who};
+use super::card::{Badge, Card, answered_by};
 use super::kind::{AnswerBody, Answering, Kind, Request};
 use crate::error::{AppError, AppResult};
 
@@ -119,11 +119,7 @@ impl Kind for Questions {
     }
 
     fn answered_badge(_: &AskParams, _: WidgetStatus, result: &Value, when: &str) -> Badge {
-        Badge {
-            class: "submitted",
-            icon: "✅",
-            text: format!("Answered by {} at {when}", who(result, "answered_by")),
-        }
+        answered_by(result, when)
     }
 
     fn render(params: &AskParams, card: &Card<'_>) -> AppResult<String> {
