@@ -21,6 +21,7 @@ pub mod exec;
 pub mod hooks;
 pub mod host;
 pub mod ids;
+pub mod limits;
 pub mod mcp;
 pub mod ops;
 pub mod progress;
@@ -104,9 +105,6 @@ pub struct Inner {
     pub keyring: Keyring,
     pub settings: Settings,
     pub hub: Hub,
-    pub login_limiter: web::LoginLimiter,
-    /// Buckets for what agents add to transcripts (`web::limiter::PER_AGENT`).
-    pub agent_limiter: web::LoginLimiter,
     pub metrics: ops::Metrics,
 }
 
@@ -121,21 +119,8 @@ impl AppState {
             keyring,
             settings,
             hub: Hub::default(),
-            login_limiter: web::LoginLimiter::default(),
-            agent_limiter: web::LoginLimiter::default(),
             metrics: ops::Metrics::default(),
         }))
-    }
-}
-
-impl AppState {
-    /// Takes one request from `session`'s agent bucket; `429 rate_limited`
-    /// when it is empty.
-    pub fn limit_agent(&self, session: &ids::SessionId) -> error::AppResult<()> {
-        let key = format!("agent:{session}");
-        self.agent_limiter
-            .attempt(&[(key, web::limiter::PER_AGENT)])
-            .map_err(|wait| error::AppError::RateLimited(wait.as_secs()))
     }
 }
 
@@ -245,6 +230,15 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let hub = state.hub.clone();
+    let woken = hub.clone();
+    let follower = state.db.follow_changes(move |session| match session {
+        Some(session) => {
+            if let Some(session) = ids::SessionId::parse(session) {
+                woken.publish(&session);
+            }
+        }
+        None => woken.wake_all(),
+    });
     let shutdown = async move {
         shutdown.await;
         // Open event streams and long-polls end, so the graceful shutdown
@@ -252,7 +246,11 @@ pub async fn serve(
         hub.close();
     };
     let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    if let Some(follower) = follower {
+        follower.abort();
+    }
+    served
 }

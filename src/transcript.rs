@@ -179,7 +179,9 @@ async fn post_message(
         ));
     }
     if let Principal::Agent { session_id } = &principal {
-        state.limit_agent(session_id)?;
+        let mut tx = state.db.begin_write().await?;
+        crate::limits::take_agent(&mut tx, session_id).await?;
+        tx.commit().await?;
     }
     let message_id = add_message(&state, &session.id, body.role, &body.text).await?;
     Ok((

@@ -219,16 +219,35 @@ async fn background_jobs(state: AppState, every: Duration) {
     tokio::spawn(crate::webhooks::delivery::run(state.clone()));
     let sessions = DbSessionStore::new(state.db.clone());
     loop {
-        match widgets::expire_due(&state).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
-            Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
-        }
-        if let Err(err) = sessions.delete_expired().await {
-            tracing::error!(error = %err, "deleting expired browser sessions failed");
+        // One daemon of a deployment sweeps at a time (on PostgreSQL an
+        // advisory lock; the guarded transitions make a second sweep harmless
+        // anyway, but it would only repeat the first one's reads).
+        let swept = state
+            .db
+            .exclusively("sweep", sweep(&state, &sessions))
+            .await;
+        if let Err(err) = swept {
+            tracing::error!(error = %err, "the sweep failed; retrying later");
         }
         tokio::time::sleep(every).await;
     }
+}
+
+/// One round of the background sweep: due widgets expire, expired browser
+/// sessions and idle rate-limit buckets are deleted.
+async fn sweep(state: &AppState, sessions: &DbSessionStore) -> anyhow::Result<()> {
+    match widgets::expire_due(state).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
+        Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
+    }
+    if let Err(err) = sessions.delete_expired().await {
+        tracing::error!(error = %err, "deleting expired browser sessions failed");
+    }
+    let mut tx = state.db.begin_write().await?;
+    crate::limits::forget_idle(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The first admin, created on a data dir without users.

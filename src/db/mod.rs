@@ -80,6 +80,8 @@ pub struct Db {
     pub write: AnyPool,
     backend: Backend,
     writer: Arc<writer::Writer>,
+    /// PostgreSQL's URL, for the connection that hears other daemons.
+    url: Option<DatabaseUrl>,
 }
 
 impl Db {
@@ -97,7 +99,9 @@ impl Db {
             DatabaseUrl::Sqlite(path) => Self::open(path).await,
             DatabaseUrl::Postgres(_) => {
                 let pool = postgres::open(url).await?;
-                Ok(Self::from_pools(Backend::Postgres, pool.clone(), pool))
+                let mut db = Self::from_pools(Backend::Postgres, pool.clone(), pool);
+                db.url = Some(url.clone());
+                Ok(db)
             }
         }
     }
@@ -109,6 +113,7 @@ impl Db {
             write,
             backend,
             writer,
+            url: None,
         }
     }
 
@@ -186,6 +191,23 @@ impl Db {
         }
     }
 
+    /// Hears, until the returned task is aborted, which sessions other
+    /// daemons of the deployment changed (PostgreSQL's LISTEN/NOTIFY; see
+    /// [`notify_change`]): `changed` gets each session id, and `None` when
+    /// everything must be re-read because notifications may have been
+    /// missed. Nothing to hear on SQLite, which has one daemon.
+    pub fn follow_changes(
+        &self,
+        changed: impl Fn(Option<&str>) + Send + 'static,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        match &self.url {
+            Some(DatabaseUrl::Postgres(url)) => {
+                Some(tokio::spawn(postgres::follow_changes(url.clone(), changed)))
+            }
+            _ => None,
+        }
+    }
+
     /// Closes the pools. On SQLite the last connection to close checkpoints
     /// the WAL and removes the -wal and -shm files, so the database file
     /// alone is complete afterwards.
@@ -202,6 +224,16 @@ impl Db {
             }
             pool.close().await;
         }
+    }
+}
+
+/// Inside a write transaction: tells the other daemons of the deployment,
+/// once it commits, that `session` changed, so that their event streams
+/// and long-polls wake (a no-op on SQLite).
+pub async fn notify_change(conn: &mut AnyConnection, session: &str) -> sqlx::Result<()> {
+    match Dialect::of(conn) {
+        Dialect::Sqlite => Ok(()),
+        Dialect::Postgres => postgres::notify_change(conn, session).await,
     }
 }
 

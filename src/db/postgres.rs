@@ -98,3 +98,52 @@ pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static))
     err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
         .is_some_and(|e| matches!(e.code(), "53100" | "25006"))
 }
+
+/// The channel on which every daemon hears which session changed.
+const CHANGES: &str = "widgetd_changes";
+
+/// Tells every daemon, when the caller's transaction commits, that
+/// `session` changed (PostgreSQL delivers a notification only if the
+/// transaction commits, and one per distinct payload).
+pub(super) async fn notify_change(conn: &mut AnyConnection, session: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT 1 FROM (SELECT pg_notify($1, $2)) AS sent")
+        .bind(CHANGES)
+        .bind(session)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Hears the changes of every daemon until the process ends: `changed`
+/// gets each session id, and `None` after (re)connecting, when
+/// notifications may have been missed and everything must be re-read.
+pub(super) async fn follow_changes(url: String, changed: impl Fn(Option<&str>)) {
+    use sqlx::postgres::PgListener;
+    let mut retry = Duration::from_millis(100);
+    loop {
+        let listening = async {
+            let mut listener = PgListener::connect(&url).await?;
+            listener.listen(CHANGES).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let mut listener = match listening.await {
+            Ok(listener) => listener,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for other daemons' changes; retrying");
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        retry = Duration::from_millis(100);
+        // Whatever happened while not listening is read again now.
+        changed(None);
+        // `try_recv` answers `None` when the connection is lost: then
+        // connect anew (and catch up) rather than let it reconnect
+        // silently.
+        while let Ok(Some(note)) = listener.try_recv().await {
+            changed(Some(note.payload()));
+        }
+        tracing::warn!("lost the connection that hears other daemons' changes; reconnecting");
+    }
+}

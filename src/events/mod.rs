@@ -42,8 +42,9 @@ pub async fn record(
     .bind(kind)
     .bind(payload.to_string())
     .bind(clock::now_ms())
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await?;
+    crate::db::notify_change(conn, session.as_str()).await?;
     Ok(id)
 }
 
@@ -88,6 +89,9 @@ pub async fn since(
         .await
 }
 
+/// The id that wakes every listener ([`Hub::wake_all`]); never a session's.
+const EVERY: &str = "00000000-0000-0000-0000-000000000000";
+
 /// In-process wake-ups: "session S has something new". Carries no data, so
 /// nothing sensitive can travel through it and a slow listener that lags
 /// only has to re-read the database.
@@ -120,6 +124,15 @@ impl Hub {
         }
     }
 
+    /// Wakes every listener: another daemon's changes may have been missed,
+    /// so everything is read again.
+    pub fn wake_all(&self) {
+        // A lagging listener re-reads; one note per listener ends its wait.
+        let _ = self
+            .tx
+            .send(Arc::new(SessionId::parse(EVERY).expect("a valid id")));
+    }
+
     /// Ends every stream and long-poll: the daemon is shutting down, and
     /// open connections must not hold the graceful shutdown up.
     pub fn close(&self) {
@@ -146,7 +159,7 @@ impl Listener {
                 _ = self.closing.changed() => return false,
             };
             match note {
-                Ok(s) if *s == *session => return true,
+                Ok(s) if *s == *session || s.as_str() == EVERY => return true,
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => return true,
                 Err(broadcast::error::RecvError::Closed) => return false,

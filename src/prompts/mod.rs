@@ -48,8 +48,9 @@ pub async fn queue(
     .bind(widget)
     .bind(text)
     .bind(clock::now_ms())
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
+    crate::db::notify_change(conn, session.as_str()).await?;
     Ok(())
 }
 

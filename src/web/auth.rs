@@ -18,7 +18,7 @@ use crate::crypto::random_bytes;
 use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
 use crate::web::pages::LoginPage;
-use crate::{AppState, clock};
+use crate::{AppState, clock, limits};
 
 const USER_KEY: &str = "user_id";
 const CSRF_KEY: &str = "csrf";
@@ -239,15 +239,15 @@ pub async fn login(
     }
     let keys = [
         (
-            format!("ip:{}", client.0.as_deref().unwrap_or("-")),
-            super::limiter::PER_ADDRESS,
+            limits::address_key(client.0.as_deref()),
+            limits::PER_ADDRESS,
         ),
-        (
-            super::limiter::name_key(&form.username),
-            super::limiter::PER_NAME,
-        ),
+        (limits::name_key(&form.username), limits::PER_NAME),
     ];
-    if let Err(wait) = state.login_limiter.attempt(&keys) {
+    let mut tx = state.db.begin_write().await?;
+    let taken = limits::take(&mut tx, &keys).await?;
+    tx.commit().await?;
+    if let Err(wait) = taken {
         let page = LoginPage {
             error: Some("Too many attempts. Wait a minute, then try again.".into()),
             next,

@@ -3,7 +3,6 @@
 mod account;
 mod admin;
 pub mod auth;
-pub mod limiter;
 pub(crate) mod markdown;
 pub mod pages;
 mod session_store;
@@ -16,7 +15,6 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use auth::{CurrentUser, check_csrf};
-pub use limiter::LoginLimiter;
 pub use session_store::{DbSessionStore, id_hash};
 
 use crate::AppState;

@@ -117,7 +117,7 @@ async fn insert_widget(
     cause: &Cause<'_>,
 ) -> AppResult<()> {
     if let Actor::Agent(session) = cause.actor {
-        state.limit_agent(session)?;
+        crate::limits::take_agent(tx, session).await?;
     }
     if widget.status == WidgetStatus::Pending {
         check_pending_cap(tx, &widget.session_id).await?;

@@ -41,14 +41,29 @@ struct Registered {
 }
 
 pub fn test_dir() -> TestDir {
-    let dir = tempfile::tempdir().unwrap();
-    if let Some(server) = postgres_server() {
-        DIRS.lock().unwrap().push(Registered {
-            root: dir.path().to_owned(),
-            server,
-            databases: Vec::new(),
-        });
+    match postgres_server() {
+        Some(server) => postgres_dir_on(server),
+        None => sqlite_dir(),
     }
+}
+
+/// The server the tests of several daemons use whatever the other tests
+/// run on: `WIDGETD_TEST_POSTGRES`, else the local default.
+pub const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// A fresh data dir on PostgreSQL whatever the other tests run on: for
+/// tests of several daemons on one database.
+pub fn postgres_dir() -> TestDir {
+    postgres_dir_on(postgres_server().unwrap_or_else(|| DEFAULT_POSTGRES.to_owned()))
+}
+
+fn postgres_dir_on(server: String) -> TestDir {
+    let dir = tempfile::tempdir().unwrap();
+    DIRS.lock().unwrap().push(Registered {
+        root: dir.path().to_owned(),
+        server,
+        databases: Vec::new(),
+    });
     TestDir { dir }
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 
 use reqwest::{Client, Response, StatusCode};
 use secrecy::ExposeSecret;
@@ -21,7 +22,7 @@ pub struct TestApp {
     pub url: String,
     pub state: AppState,
     pub client: Client,
-    pub dir: TestDir,
+    pub dir: Arc<TestDir>,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -31,16 +32,30 @@ pub async fn spawn_app() -> TestApp {
 
 /// Same as [`spawn_app`], with settings changed first.
 pub async fn spawn_app_with(change: impl FnOnce(&mut Settings)) -> TestApp {
-    spawn_app_in(test_dir(), change).await
+    spawn_app_in(Arc::new(test_dir()), change).await
 }
 
 /// [`spawn_app`] on a SQLite file whatever the tests run on, for tests
 /// that look at or alter the file itself.
 pub async fn spawn_sqlite_app() -> TestApp {
-    spawn_app_in(crate::backend::sqlite_dir(), |_| {}).await
+    spawn_app_in(Arc::new(crate::backend::sqlite_dir()), |_| {}).await
 }
 
-async fn spawn_app_in(dir: TestDir, change: impl FnOnce(&mut Settings)) -> TestApp {
+/// [`spawn_app`] on PostgreSQL whatever the tests run on, for tests of
+/// several daemons on one database ([`TestApp::spawn_peer`]).
+pub async fn spawn_postgres_app() -> TestApp {
+    spawn_app_in(Arc::new(crate::backend::postgres_dir()), |_| {}).await
+}
+
+impl TestApp {
+    /// A second daemon on the same data dir and database: another process
+    /// of the same deployment, as behind a load balancer.
+    pub async fn spawn_peer(&self) -> TestApp {
+        spawn_app_in(self.dir.clone(), |_| {}).await
+    }
+}
+
+async fn spawn_app_in(dir: Arc<TestDir>, change: impl FnOnce(&mut Settings)) -> TestApp {
     let data_dir = dir.path().join("data");
     let data = startup::open(&data_dir, dir.database(&data_dir).as_ref())
         .await

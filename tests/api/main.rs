@@ -24,6 +24,7 @@ mod mcp;
 mod ops;
 mod questions;
 mod replies;
+mod scale_out;
 mod sessions;
 mod sharing;
 mod streams;

@@ -68,27 +68,27 @@ async fn signed_in_reads_do_not_rewrite_the_session_until_it_is_due_a_touch() {
     assert!(touched.1 > aged.1, "the idle expiry moved forward");
 }
 
-/// One person's view of a running daemon for the kill test.
+/// One person's view of a running daemon for the kill tests.
 #[derive(Clone)]
-struct Driver {
+pub struct Driver {
     url: String,
     client: reqwest::Client,
-    host: String,
+    pub host: String,
     cookie: String,
     csrf: String,
 }
 
 /// What the daemon answered 2xx to before it died.
 #[derive(Default)]
-struct Acknowledged {
+pub struct Acknowledged {
     /// (agent token, widget id) of every submit answered 303.
-    submitted: Vec<(String, String)>,
+    pub submitted: Vec<(String, String)>,
     /// (session id, prompt id) of every ack answered 200.
-    acked: Vec<(String, String)>,
+    pub acked: Vec<(String, String)>,
 }
 
 impl Driver {
-    async fn start(url: &str, data_dir: &std::path::Path) -> Driver {
+    pub async fn start(url: &str, data_dir: &std::path::Path) -> Driver {
         let output = crate::helpers::widgetd(data_dir)
             .args(["token", "create", "--user", "admin", "--json"])
             .args(["--scope", "sessions,env:read,env:write"])
@@ -128,7 +128,7 @@ impl Driver {
         }
     }
 
-    async fn session(&self) -> (String, String) {
+    pub async fn session(&self) -> (String, String) {
         let body: Value = self
             .client
             .post(format!("{}/api/v1/sessions", self.url))
@@ -147,7 +147,7 @@ impl Driver {
     }
 
     /// Round trips until the daemon stops answering; records every 2xx.
-    async fn round_trips(self, session: String, agent: String, seen: Arc<Mutex<Acknowledged>>) {
+    pub async fn round_trips(self, session: String, agent: String, seen: Arc<Mutex<Acknowledged>>) {
         for round in 0.. {
             // A fresh name each time: one already set would be answered at once.
             let name = format!("KILL_KEY_{round}");
@@ -257,11 +257,19 @@ async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
     let seen = std::mem::take(&mut *seen.lock().unwrap());
 
     let daemon = Daemon::start(&dir, tmp.path(), "second");
+    assert_all_kept(&daemon.url, &dir, &seen).await;
+    daemon.stop();
+    assert_chain_verifies(&dir, &seen).await;
+}
+
+/// Every submit and ack in `seen` is still there, as the daemon at `url`
+/// (on the data dir `dir`) serves them.
+pub async fn assert_all_kept(url: &str, dir: &std::path::Path, seen: &Acknowledged) {
     let client = crate::helpers::client();
-    let host = Driver::start(&daemon.url, &dir).await.host;
+    let host = Driver::start(url, dir).await.host;
     for (agent, widget) in &seen.submitted {
         let body: Value = client
-            .get(format!("{}/api/v1/widgets/{widget}", daemon.url))
+            .get(format!("{url}/api/v1/widgets/{widget}"))
             .bearer_auth(agent)
             .send()
             .await
@@ -276,10 +284,7 @@ async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
     }
     for (session, prompt) in &seen.acked {
         let body: Value = client
-            .get(format!(
-                "{}/api/v1/sessions/{session}/prompts?wait=0",
-                daemon.url
-            ))
+            .get(format!("{url}/api/v1/sessions/{session}/prompts?wait=0"))
             .bearer_auth(&host)
             .send()
             .await
@@ -295,9 +300,11 @@ async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
             .collect();
         assert!(!pending.contains(prompt), "an acknowledged ack was lost");
     }
-    daemon.stop();
+}
 
-    let db = crate::helpers::open_data(&dir).await.db;
+/// Each acknowledged submit has its one audit row, and the chain verifies.
+pub async fn assert_chain_verifies(dir: &std::path::Path, seen: &Acknowledged) {
+    let db = crate::helpers::open_data(dir).await.db;
     for (_, widget) in &seen.submitted {
         let rows: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM audit_log WHERE action = 'widget.submit' AND widget_id = $1",
@@ -309,7 +316,7 @@ async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
         assert_eq!(rows, 1, "the audit row of an acknowledged submit");
     }
     db.close().await;
-    let verify = crate::helpers::widgetd(&dir)
+    let verify = crate::helpers::widgetd(dir)
         .args(["audit", "verify"])
         .output()
         .unwrap();

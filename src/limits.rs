@@ -1,0 +1,164 @@
+//! Rate limits: token buckets per client address and per user name for
+//! logins, and per agent for what agents add to a session. The buckets live
+//! in the database, so they hold across every daemon of a deployment, and
+//! are taken inside a write transaction, so two requests never both take
+//! the last token.
+
+use std::time::Duration;
+
+use sqlx::AnyConnection;
+
+use crate::clock;
+use crate::error::{AppError, AppResult};
+use crate::ids::SessionId;
+
+/// A bucket: attempts allowed at once, and regained per second after that.
+#[derive(Debug, Clone, Copy)]
+pub struct Bucket {
+    pub burst: f64,
+    pub per_sec: f64,
+}
+
+/// Per user name: 5 at once, then one every 12 s.
+pub const PER_NAME: Bucket = Bucket {
+    burst: 5.0,
+    per_sec: 1.0 / 12.0,
+};
+/// Per client address: 20 at once, then one every 3 s. Larger than a
+/// name's: a team behind one NAT shares an address, while guessing one
+/// account is what must stay slow.
+pub const PER_ADDRESS: Bucket = Bucket {
+    burst: 20.0,
+    per_sec: 1.0 / 3.0,
+};
+/// Per agent (session): 30 new widgets or transcript lines at once, then
+/// one every 2 s — an agent in a loop cannot flood a person.
+pub const PER_AGENT: Bucket = Bucket {
+    burst: 30.0,
+    per_sec: 0.5,
+};
+
+/// Rows idle this long are full again: the sweep deletes them.
+const IDLE_MS: i64 = 3_600_000;
+
+/// The bucket key of a user name as typed: a fixed-size hash, so a key
+/// costs the same whatever was sent, and no name is stored.
+pub fn name_key(name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(name.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("user:{hex}")
+}
+
+/// The bucket key of a client address.
+pub fn address_key(address: Option<&str>) -> String {
+    format!("ip:{}", address.unwrap_or("-"))
+}
+
+/// Takes one attempt from every bucket in `keys`, inside the caller's write
+/// transaction; `Ok(Err(wait))` and nothing taken if any is empty.
+pub async fn take(
+    conn: &mut AnyConnection,
+    keys: &[(String, Bucket)],
+) -> sqlx::Result<Result<(), Duration>> {
+    let now = clock::now_ms();
+    let mut levels = Vec::with_capacity(keys.len());
+    for (key, bucket) in keys {
+        let row: Option<(f64, i64)> =
+            sqlx::query_as("SELECT tokens, updated_at FROM rate_limits WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&mut *conn)
+                .await?;
+        let level = row.map_or(bucket.burst, |(tokens, at)| {
+            let regained = (now - at).max(0) as f64 / 1000.0 * bucket.per_sec;
+            (tokens + regained).min(bucket.burst)
+        });
+        if level < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - level) / bucket.per_sec);
+            return Ok(Err(wait.max(Duration::from_secs(1))));
+        }
+        levels.push(level);
+    }
+    for ((key, _), level) in keys.iter().zip(levels) {
+        sqlx::query(
+            "INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(level - 1.0)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(Ok(()))
+}
+
+/// Takes one request from `session`'s agent bucket, inside the caller's
+/// write transaction; `429 rate_limited` when it is empty.
+pub async fn take_agent(conn: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
+    let key = format!("agent:{session}");
+    take(conn, &[(key, PER_AGENT)])
+        .await?
+        .map_err(|wait| AppError::RateLimited(wait.as_secs()))
+}
+
+/// Deletes buckets idle for an hour (full again by then); returns how many.
+pub async fn forget_idle(conn: &mut AnyConnection) -> sqlx::Result<u64> {
+    let done = sqlx::query("DELETE FROM rate_limits WHERE updated_at < $1")
+        .bind(clock::now_ms() - IDLE_MS)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Db;
+
+    async fn attempt(db: &Db, keys: &[(String, Bucket)]) -> Result<(), Duration> {
+        let mut tx = db.begin_write().await.unwrap();
+        let outcome = take(&mut tx, keys).await.unwrap();
+        tx.commit().await.unwrap();
+        outcome
+    }
+
+    #[tokio::test]
+    async fn a_burst_passes_then_attempts_are_refused_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("limits.db")).await.unwrap();
+        db.migrate().await.unwrap();
+        let keys = |ip: &str, user: &str| {
+            vec![
+                (address_key(Some(ip)), PER_ADDRESS),
+                (name_key(user), PER_NAME),
+            ]
+        };
+        for _ in 0..5 {
+            assert!(attempt(&db, &keys("1.1.1.1", "alice")).await.is_ok());
+        }
+        let wait = attempt(&db, &keys("1.1.1.1", "alice")).await.unwrap_err();
+        assert!(wait >= Duration::from_secs(1));
+        // The same user from elsewhere is limited too; another user from
+        // elsewhere is not.
+        assert!(attempt(&db, &keys("2.2.2.2", "alice")).await.is_err());
+        assert!(attempt(&db, &keys("2.2.2.2", "bob")).await.is_ok());
+        // One address may try many names, up to its own larger bucket.
+        let mut passed = 0;
+        for i in 0..30 {
+            passed += usize::from(
+                attempt(&db, &keys("3.3.3.3", &format!("u{i}")))
+                    .await
+                    .is_ok(),
+            );
+        }
+        assert_eq!(passed, 20);
+        // Keys are fixed-size whatever was typed, and never the name.
+        assert_eq!(
+            name_key(&"x".repeat(1 << 20)).len(),
+            name_key("alice").len()
+        );
+        assert!(!name_key("alice").contains("alice"));
+        db.close().await;
+    }
+}
