@@ -27,6 +27,7 @@ mod replies;
 mod scale_out;
 mod sessions;
 mod sharing;
+mod shutdown;
 mod streams;
 mod throughput;
 mod vault;
