@@ -137,10 +137,23 @@ fn segment_text(segment: &serde_path_to_error::Segment) -> String {
     use serde_path_to_error::Segment;
     match segment {
         Segment::Seq { index } => index.to_string(),
-        Segment::Map { key } => key.clone(),
+        // A map key may be anything the caller typed (a value pasted as a
+        // key, 70 KB of it): only what looks like one of our field names
+        // is shown.
+        Segment::Map { key } if is_field_name(key) => key.clone(),
+        Segment::Map { .. } => "…".to_owned(),
         Segment::Enum { variant } => variant.clone(),
         Segment::Unknown => "?".to_owned(),
     }
+}
+
+/// snake_case of at most 32 characters, as our fields are named.
+fn is_field_name(key: &str) -> bool {
+    key.len() <= 32
+        && key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// Deserializes a query string (`None` = no query) with the same care.
@@ -246,5 +259,26 @@ mod tests {
         assert!(!unknown.contains("CANARY"), "{unknown}");
         assert!(message(r#"{}"#).contains("missing field `value`"));
         assert!(message(r#"{"value": "#).contains("not valid JSON"));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Any bytes as a body: a parse or a refusal that quotes nothing
+        /// of what was sent.
+        #[test]
+        fn no_body_is_quoted_back(
+            pieces in proptest::collection::vec(prop_oneof![
+                Just("{"), Just("}"), Just("["), Just("]"), Just(","), Just(":"), Just("\""),
+                Just("\"value\""), Just("\"flag\""), Just("true"), Just("1e999"), Just("-0"),
+                Just("\"CANARY-77\""), Just("CANARY-77"), Just("\\u0000"), Just("null"),
+            ], 0..16),
+        ) {
+            let body = pieces.concat();
+            if let Err(err) = parse_json::<Body>(body.as_bytes()) {
+                prop_assert!(!err.to_string().contains("CANARY-77"), "{body:?}: {err}");
+            }
+        }
     }
 }

@@ -254,3 +254,49 @@ pub async fn serve(
     }
     served
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::host_allowed;
+
+    /// A host name an attacker would try: an allowed one changed a little,
+    /// or anything at all.
+    fn near(name: &'static str) -> BoxedStrategy<String> {
+        prop_oneof![
+            Just(name.to_owned()),
+            Just(name.to_uppercase()),
+            (1u16..).prop_map(move |p| format!("{name}:{p}")),
+            "[a-z0-9.-]{1,12}".prop_map(move |s| format!("{s}.{name}")),
+            "[a-z0-9.-]{1,12}".prop_map(move |s| format!("{name}.{s}")),
+            "[a-z0-9.-]{1,12}".prop_map(move |s| format!("{name}{s}")),
+            any::<String>(),
+        ]
+        .boxed()
+    }
+
+    proptest! {
+        /// A `Host` passes exactly when its name (port stripped) is an
+        /// allowed name, whatever the case, and its port fits the entry.
+        #[test]
+        fn only_allowed_host_names_pass(host in prop_oneof![near("example.com"), near("localhost"), near("[::1]")]) {
+            let allowed = ["localhost".to_owned(), "::1".to_owned(), "example.com:8443".to_owned()];
+            let (name, port) = match host.strip_prefix('[') {
+                Some(rest) => {
+                    let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
+                    (name.to_owned(), after.strip_prefix(':').map(str::to_owned))
+                }
+                None => match host.rsplit_once(':') {
+                    Some((n, p)) => (n.to_owned(), Some(p.to_owned())),
+                    None => (host.clone(), None),
+                },
+            };
+            let name = name.to_ascii_lowercase();
+            let expected = name == "localhost"
+                || name == "::1"
+                || (name == "example.com" && port.as_deref() == Some("8443"));
+            prop_assert_eq!(host_allowed(&allowed, &host), expected, "{:?}", host);
+        }
+    }
+}

@@ -148,4 +148,33 @@ mod tests {
             "secret-2 secret-"
         );
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        /// A value (8+ bytes, one line) anywhere in the output, split at
+        /// any chunk boundaries, comes out masked exactly where a plain
+        /// replace would mask it, and nothing else changes.
+        #[test]
+        fn a_value_split_across_any_chunk_boundary_is_masked(
+            value in "[a-c0-9_-]{8,24}",
+            pieces in proptest::collection::vec(prop_oneof![Just(None), "[a-c0-9 \n-]{0,12}".prop_map(Some)], 1..10),
+            cuts in proptest::collection::vec(1usize..16, 1..40),
+        ) {
+            let input: String = pieces.into_iter().map(|p| p.unwrap_or_else(|| value.clone())).collect();
+            let mut masker = Masker::new([value.as_str()]);
+            let (mut out, mut rest, mut cut) = (Vec::new(), input.as_bytes(), cuts.iter().cycle());
+            while !rest.is_empty() {
+                let n = (*cut.next().unwrap()).min(rest.len());
+                out.extend(masker.push(&rest[..n]));
+                rest = &rest[n..];
+            }
+            out.extend(masker.finish());
+            let out = String::from_utf8(out).unwrap();
+            prop_assert!(!out.contains(&value), "{value:?} in {out:?}");
+            let mask = std::str::from_utf8(MASK).unwrap();
+            prop_assert_eq!(out, input.replace(&value, mask));
+        }
+    }
 }

@@ -298,33 +298,17 @@ mod tests {
         ));
     }
 
-    /// A tiny deterministic generator: the property tests below need many
-    /// varied inputs, and a fixed seed makes any failure reproducible.
-    struct Gen(u64);
+    use proptest::prelude::*;
 
-    impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        /// A string of 0–140 chars drawn mostly from the name alphabet, with
-        /// lower case, punctuation, control and non-ASCII chars mixed in.
-        fn name_like(&mut self) -> String {
-            const POOL: &[char] = &[
-                'A', 'Z', 'K', '_', '0', '9', 'a', 'z', '-', ' ', '\n', '\0', 'Ä', '€', '$', '=',
-                '/', '\u{202e}',
-            ];
-            let len = (self.next() % 141) as usize;
-            (0..len)
-                .map(|_| match self.next() % 4 {
-                    0 => POOL[(self.next() % POOL.len() as u64) as usize],
-                    _ => (b'A' + (self.next() % 26) as u8) as char,
-                })
-                .collect()
-        }
+    /// Mostly name-shaped strings, with lower case, punctuation, control
+    /// and non-ASCII characters mixed in, up to a little past the limit.
+    fn name_like() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[A-Z_][A-Z0-9_]{0,140}",
+            "[A-Za-z0-9_ $=/\\-]{0,20}",
+            "[A-Z_]{0,6}[\\x00\n\u{202e}ÄÀ€a-z][A-Z0-9_]{0,6}",
+            ".{0,20}",
+        ]
     }
 
     fn matches_pattern(name: &str) -> bool {
@@ -336,50 +320,43 @@ mod tests {
                 .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
     }
 
-    #[test]
-    fn any_name_is_accepted_exactly_when_it_matches_and_is_not_blocked() {
-        let mut rng = Gen(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..20_000 {
-            let name = rng.name_like();
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #[test]
+        fn any_name_is_accepted_exactly_when_it_matches_and_is_not_blocked(name in name_like()) {
             let result = EnvVarName::parse(&name);
             if !matches_pattern(&name) {
                 let message = result.as_ref().unwrap_err().to_string();
-                assert_eq!(code(result), "invalid_name", "{name:?}");
+                prop_assert_eq!(code(result), "invalid_name", "{:?}", name);
                 // A malformed name may be a pasted secret: never repeat it.
                 if name.chars().count() >= 4 {
-                    assert!(!message.contains(name.as_str()), "{name:?} echoed");
+                    prop_assert!(!message.contains(name.as_str()), "{:?} echoed", name);
                 }
             } else if let Ok(parsed) = result {
-                assert_eq!(parsed.as_str(), name);
+                prop_assert_eq!(parsed.as_str(), name);
             } else {
-                assert_eq!(code(result), "blocked_name", "{name:?}");
+                prop_assert_eq!(code(result), "blocked_name", "{:?}", name);
             }
         }
     }
 
-    #[test]
-    fn any_value_keeps_its_bytes_except_crlf_which_becomes_lf() {
-        let name = EnvVarName::parse("KEY").unwrap();
-        let mut rng = Gen(0x2545_f491_4f6c_dd1d);
-        for _ in 0..5_000 {
-            let raw: String = (0..rng.next() % 64)
-                .map(|_| ['a', '\r', '\n', ' ', 'é', '\0'][(rng.next() % 6) as usize])
-                .collect();
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        #[test]
+        fn any_value_keeps_its_bytes_except_crlf_which_becomes_lf(raw in "[a\r\n é\x00]{0,64}") {
+            let name = EnvVarName::parse("KEY").unwrap();
             match SecretValue::parse(&name, SecretString::from(raw.clone())) {
                 Ok(v) => {
-                    assert_eq!(v.expose(), raw);
+                    prop_assert_eq!(v.expose(), raw.as_str());
                     let lf = v.with_lf_line_ends();
-                    assert_eq!(lf.expose(), raw.replace("\r\n", "\n"));
-                    assert!(!lf.expose().is_empty());
+                    prop_assert_eq!(lf.expose(), raw.replace("\r\n", "\n"));
+                    prop_assert!(!lf.expose().is_empty());
                 }
                 Err(e) => {
                     // Only empty values and values holding NUL (which an
                     // environment cannot carry) are refused.
-                    assert!(raw.is_empty() || raw.contains('\0'), "{raw:?} refused: {e}");
-                    assert!(
-                        raw.len() < 8 || !e.to_string().contains(&raw),
-                        "value echoed"
-                    );
+                    prop_assert!(raw.is_empty() || raw.contains('\0'), "{:?} refused: {}", raw, e);
+                    prop_assert!(raw.len() < 8 || !e.to_string().contains(&raw), "value echoed");
                 }
             }
         }

@@ -140,7 +140,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// the login form too, which has no session token yet.
 pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(site) = header("sec-fetch-site")
+    origin_verdict(
+        state.settings.public_origin(),
+        header("sec-fetch-site"),
+        header("origin"),
+    )
+}
+
+/// [`check_same_origin`] on the two headers' values.
+fn origin_verdict(public: &str, site: Option<&str>, origin: Option<&str>) -> AppResult<()> {
+    if let Some(site) = site
         && !matches!(site, "same-origin" | "none")
     {
         return Err(forbidden(
@@ -151,10 +160,9 @@ pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()>
     // With `Referrer-Policy: no-referrer` a browser sends `Origin: null` on
     // its own same-origin form posts; that is accepted only together with
     // `Sec-Fetch-Site: same-origin`, which a page cannot forge.
-    let same_site_null =
-        header("sec-fetch-site") == Some("same-origin") && header("origin") == Some("null");
-    if let Some(origin) = header("origin")
-        && origin != state.settings.public_origin()
+    let same_site_null = site == Some("same-origin") && origin == Some("null");
+    if let Some(origin) = origin
+        && origin != public
         && !same_site_null
     {
         return Err(forbidden(
@@ -358,4 +366,53 @@ pub async fn me(user: CurrentUser) -> Response {
         Json(body),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::origin_verdict;
+
+    const PUBLIC: &str = "https://widgetd.example.com";
+
+    /// Origins an attacker would try: the public one changed a little, or
+    /// anything.
+    fn origin() -> impl Strategy<Value = Option<String>> {
+        proptest::option::of(prop_oneof![
+            Just(PUBLIC.to_owned()),
+            Just("null".to_owned()),
+            Just(PUBLIC.to_uppercase()),
+            Just(format!("{PUBLIC}/")),
+            Just(format!("{PUBLIC}:443")),
+            Just(PUBLIC.replace("https", "http")),
+            "[a-z0-9.-]{1,10}".prop_map(|s| format!("{PUBLIC}.{s}")),
+            "[a-z0-9.-]{1,10}".prop_map(|s| format!("https://{s}.widgetd.example.com")),
+            any::<String>(),
+        ])
+    }
+
+    fn site() -> impl Strategy<Value = Option<String>> {
+        proptest::option::of(prop_oneof![
+            Just("same-origin".to_owned()),
+            Just("none".to_owned()),
+            Just("same-site".to_owned()),
+            Just("cross-site".to_owned()),
+            Just("Same-Origin".to_owned()),
+            any::<String>(),
+        ])
+    }
+
+    proptest! {
+        /// A change passes only from exactly the public origin (or the
+        /// browser's own `null` with `Sec-Fetch-Site: same-origin`), and
+        /// never with a cross-site fetch marker.
+        #[test]
+        fn only_the_public_origin_may_change_anything(site in site(), origin in origin()) {
+            let (site, origin) = (site.as_deref(), origin.as_deref());
+            let site_ok = site.is_none_or(|s| s == "same-origin" || s == "none");
+            let origin_ok = origin.is_none_or(|o| o == PUBLIC || (o == "null" && site == Some("same-origin")));
+            prop_assert_eq!(origin_verdict(PUBLIC, site, origin).is_ok(), site_ok && origin_ok);
+        }
+    }
 }

@@ -97,4 +97,75 @@ mod tests {
             }
         }
     }
+
+    use proptest::prelude::*;
+
+    /// Pieces of markdown and HTML an agent could combine to sneak an
+    /// active element or attribute past the sanitizer.
+    fn hostile_markdown() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("<script>"),
+            Just("</script>"),
+            Just("<img src=x onerror=alert(1)>"),
+            Just("<a href=\"javascript:alert(1)\">"),
+            Just("[x]("),
+            Just(")"),
+            Just("javascript:"),
+            Just("data:text/html,"),
+            Just("vbscript:"),
+            Just("<svg/onload=alert(1)>"),
+            Just("<iframe src=//evil>"),
+            Just("<style>"),
+            Just("onclick="),
+            Just("\""),
+            Just("'"),
+            Just("`"),
+            Just("*"),
+            Just("**"),
+            Just("\n\n"),
+            Just("\n"),
+            Just("- "),
+            Just("1. "),
+            Just("<"),
+            Just(">"),
+            Just("&"),
+            Just("&#106;avascript:"),
+            Just("java\tscript:"),
+            Just("![i]("),
+            Just("<https://example.com>"),
+            Just("https://example.com/?a=\"b"),
+            Just("<!--"),
+            Just("-->"),
+            Just("<![CDATA["),
+            Just("]]>"),
+            Just(" "),
+            Just("x"),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Whatever the input, the output has only the allowed tags, only
+        /// `href` (http or https) and `rel` attributes on links, and no
+        /// event handler or script URL anywhere in a tag.
+        #[test]
+        fn no_output_holds_an_active_element_or_attribute(input in hostile_markdown()) {
+            let html = render(&input);
+            for tag in html.split('<').skip(1).map(|t| t.split('>').next().unwrap_or_default()) {
+                let mut parts = tag.trim_start_matches('/').split_whitespace();
+                let name = parts.next().unwrap_or_default();
+                prop_assert!(["p", "br", "a", "em", "strong", "code", "ul", "ol", "li"].contains(&name), "{input:?} gave {html:?}");
+                for attribute in parts {
+                    let ok = attribute.starts_with("href=\"http://")
+                        || attribute.starts_with("href=\"https://")
+                        || attribute.starts_with("rel=\"")
+                        || ["noopener", "noreferrer", "nofollow\""].contains(&attribute);
+                    prop_assert!(ok && name == "a", "{input:?} gave {html:?}");
+                }
+                let lower = tag.to_ascii_lowercase();
+                prop_assert!(!lower.contains("javascript:") && !lower.contains(" on"), "{input:?} gave {html:?}");
+            }
+        }
+    }
 }

@@ -21,6 +21,8 @@ pub mod delivery;
 mod engine;
 pub mod env_vars;
 pub mod kind;
+#[cfg(test)]
+mod properties;
 mod store;
 pub mod typed;
 mod wait;
