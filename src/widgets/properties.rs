@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::approval::Approval;
 use super::ask::{Ask, AskUser, Questions};
+use super::clarification::Clarification;
 use super::env_vars::EnvVars;
 use super::kind::{AnswerBody, Kind, Request};
 use crate::api::parse_value;
@@ -91,6 +92,8 @@ pub(crate) fn answer_fields() -> BoxedStrategy<Vec<(String, String)>> {
         Just("decision".to_owned()),
         Just("reason".to_owned()),
         Just("note".to_owned()),
+        Just("freeform".to_owned()),
+        Just("choice".to_owned()),
         (0..8usize).prop_map(|i| format!("answer.{i}")),
         (0..8usize).prop_map(|i| format!("other.{i}")),
         "[A-Z_]{1,12}".prop_map(|n| format!("value.{n}")),
@@ -175,4 +178,16 @@ fn approval_requests_and_decisions() {
         "reason": "clean the build",
     }));
     check_answer::<Approval>();
+}
+
+#[test]
+fn clarification_requests_and_answers() {
+    check_request::<Clarification>(json!({
+        "question": "Which region?",
+        "widget": { "type": "choice", "multi_select": true,
+                    "options": [{ "label": "EU", "description": "Frankfurt" },
+                                { "label": "US", "markdown": "Needs **US_REGION**" }, { "label": "APAC" }] },
+        "wait_seconds": 30,
+    }));
+    check_answer::<Clarification>();
 }
