@@ -2,6 +2,7 @@
 //! (and `--database-url` / `WIDGETD_DATABASE_URL`), every listing `--json`.
 
 mod commands;
+mod sessions;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -89,7 +90,7 @@ pub enum Command {
     /// Mint, list and revoke API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
-    /// Create agent sessions.
+    /// Create, list and archive agent sessions; revoke their agent tokens.
     #[command(subcommand)]
     Session(SessionCommand),
     /// Set, delete and list a user's env vars (values are never printed).
@@ -225,6 +226,49 @@ pub enum SessionCommand {
         user: String,
         #[arg(long)]
         title: Option<String>,
+        /// URL the daemon is reached at, for `mcp_url`.
+        #[arg(
+            long,
+            env = "WIDGETD_PUBLIC_URL",
+            default_value = "http://127.0.0.1:7700"
+        )]
+        public_url: String,
+    },
+    /// List every session, newest first (owner, state, pending requests).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive a session: its agent token stops working, its waiting
+    /// requests are cancelled (the agent is told), nothing more is added.
+    Archive {
+        /// The session id (from `session list`).
+        id: String,
+        /// Print `{session_id, archived, cancelled_widgets}`.
+        #[arg(long)]
+        json: bool,
+        /// URL the daemon is reached at, for the links in webhook notices.
+        #[arg(
+            long,
+            env = "WIDGETD_PUBLIC_URL",
+            default_value = "http://127.0.0.1:7700"
+        )]
+        public_url: String,
+        /// Tag that opens the cancelled requests' resume prompts (as `serve`).
+        #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = crate::prompts::DEFAULT_TAG)]
+        prompt_tag: String,
+    },
+    /// Revoke a session's agent token without archiving the session; with
+    /// --reissue, print a new one (shown only this once).
+    RevokeAgentToken {
+        /// The session id (from `session list`).
+        id: String,
+        /// Issue a new agent token in the same step.
+        #[arg(long)]
+        reissue: bool,
+        /// Print `{session_id, revoked, agent_token, mcp_url}`.
+        #[arg(long)]
+        json: bool,
         /// URL the daemon is reached at, for `mcp_url`.
         #[arg(
             long,

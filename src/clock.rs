@@ -32,3 +32,14 @@ pub fn readable(ms: i64) -> String {
 pub fn serialize_rfc3339<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*ms))
 }
+
+/// Serializes optional Unix milliseconds as RFC 3339 text, or null.
+pub fn serialize_rfc3339_opt<S: serde::Serializer>(
+    ms: &Option<i64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_str(&rfc3339(*ms)),
+        None => s.serialize_none(),
+    }
+}

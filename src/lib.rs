@@ -106,6 +106,8 @@ pub struct Inner {
     pub settings: Settings,
     pub hub: Hub,
     pub metrics: ops::Metrics,
+    /// Agent tokens waiting to be shown once after a redirect.
+    pub shown_once: web::ShownOnce,
 }
 
 /// Shared, cheaply cloned application state.
@@ -120,6 +122,7 @@ impl AppState {
             settings,
             hub: Hub::default(),
             metrics: ops::Metrics::default(),
+            shown_once: web::ShownOnce::default(),
         }))
     }
 }

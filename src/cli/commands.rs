@@ -71,17 +71,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     };
     let url = database.unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
     let data = startup::open(&dir, Some(&url)).await?;
+    let db = data.db.clone();
     let result = match admin {
         Admin::User(cmd) => user(&data, cmd).await,
         Admin::Token(cmd) => token(&data, cmd).await,
-        Admin::Session(cmd) => session(&data, cmd).await,
+        Admin::Session(cmd) => super::sessions::run(data, cmd).await,
         Admin::Env(cmd) => env(&data, cmd).await,
         Admin::Keys(cmd) => keys(&data, cmd).await,
         Admin::Audit(cmd) => audit(&data, cmd).await,
     };
     // Closing checkpoints the WAL, so the database file is complete and
     // stable once the command returns.
-    data.db.close().await;
+    db.close().await;
     result
         .map(|()| 0)
         .map_err(|e| crate::startup::explain_damage(e, &url))
@@ -450,35 +451,6 @@ async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-async fn session(data: &DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
-    let SessionCommand::Create {
-        user,
-        title,
-        public_url,
-    } = cmd;
-    let mut tx = data.db.begin_write().await?;
-    let owner = auth::find_user(&mut tx, &user).await?;
-    let title = sessions::parse_title(title.as_deref())?;
-    let new = sessions::create_session(&mut tx, &owner.id, title).await?;
-    operator_audit(
-        &mut tx,
-        Entry {
-            action: "session.create",
-            session: Some(&new.session.id),
-            detail: Some(format!("owner={user}")),
-            ..Default::default()
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    let mcp_url = format!("{}/mcp", public_url.trim_end_matches('/'));
-    println!(
-        "{}",
-        json!({ "session_id": new.session.id, "agent_token": new.agent_token.expose_secret(), "mcp_url": mcp_url })
-    );
     Ok(())
 }
 

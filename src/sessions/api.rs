@@ -1,4 +1,4 @@
-//! `POST /api/v1/sessions`.
+//! `POST /api/v1/sessions`, a session's sharing, and its agent token.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -11,7 +11,9 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{NewSession, Sharing, create_session, parse_title, sharing, update_sharing};
+use super::{
+    NewSession, Sharing, create_session, parse_title, revoke_agent_token, sharing, update_sharing,
+};
 use crate::AppState;
 use crate::access::{self, Need};
 use crate::api::ApiJson;
@@ -26,6 +28,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/sessions/{id}/sharing",
             get(read_sharing).put(update_sharing_api),
+        )
+        .route(
+            "/api/v1/sessions/{id}/agent-token",
+            post(reissue_agent_token_api).delete(revoke_agent_token_api),
         )
 }
 
@@ -113,4 +119,56 @@ async fn update_sharing_api(
     let (others_can, grants) =
         update_sharing(&state, &session, body.others_can, &grants, &actor, &client).await?;
     Ok(Json(sharing_json(others_can, grants)))
+}
+
+/// The session's host (the creator's `sessions` token) and the actor it
+/// acts as.
+async fn hosted(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+) -> AppResult<(super::Session, Actor)> {
+    let session = access::authorize(state, principal.into(), id, Need::Host).await?;
+    let actor = match principal {
+        Principal::User { user_id, .. } => Actor::User(user_id.clone()),
+        Principal::Agent { session_id } => Actor::Agent(session_id.clone()),
+    };
+    Ok((session, actor))
+}
+
+/// `POST /api/v1/sessions/{id}/agent-token`: revokes the session's agent
+/// token and issues a new one, returned this once.
+async fn reissue_agent_token_api(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+) -> AppResult<Json<Value>> {
+    let (session, actor) = hosted(&state, &principal, &id).await?;
+    let done = revoke_agent_token(&state.db, &session, true, &actor, &client).await?;
+    // Open streams of the old token check again now and end.
+    state.hub.publish(&session.id);
+    let token = done.new_token.as_ref().map(ExposeSecret::expose_secret);
+    Ok(Json(json!({
+        "session_id": session.id,
+        "agent_token": token,
+        "mcp_url": format!("{}/mcp", state.settings.public_url),
+        "revoked": done.revoked,
+    })))
+}
+
+/// `DELETE /api/v1/sessions/{id}/agent-token`: revokes the session's agent
+/// token without a new one; the session is not archived.
+async fn revoke_agent_token_api(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+) -> AppResult<Json<Value>> {
+    let (session, actor) = hosted(&state, &principal, &id).await?;
+    let done = revoke_agent_token(&state.db, &session, false, &actor, &client).await?;
+    state.hub.publish(&session.id);
+    Ok(Json(
+        json!({ "session_id": session.id, "revoked": done.revoked }),
+    ))
 }

@@ -1,7 +1,10 @@
 //! Agent sessions: one conversation, its creator, and its agent token.
 
+mod agent_token;
 pub mod api;
 mod store;
+
+pub use agent_token::{Revoked, revoke_agent_token};
 
 use secrecy::SecretString;
 use serde::Serialize;
@@ -119,6 +122,30 @@ pub async fn mark_archived(conn: &mut AnyConnection, id: &SessionId, now: i64) -
     } else {
         Err(AppError::NotFound("session"))
     }
+}
+
+/// A session as `widgetd session list` shows it.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub owner: String,
+    pub title: String,
+    #[serde(serialize_with = "clock::serialize_rfc3339")]
+    pub created_at: i64,
+    #[serde(serialize_with = "clock::serialize_rfc3339_opt")]
+    pub archived_at: Option<i64>,
+    /// Widgets waiting for an answer.
+    pub pending: i64,
+}
+
+/// Every session, newest first, for the operator.
+pub async fn list_all(conn: &mut AnyConnection) -> AppResult<Vec<SessionSummary>> {
+    Ok(store::all(conn).await?)
+}
+
+/// How many agent tokens of `session` work now (0 once revoked).
+pub async fn count_agent_tokens(conn: &mut AnyConnection, session: &SessionId) -> AppResult<i64> {
+    Ok(store::count_agent_tokens(conn, session).await?)
 }
 
 /// The sessions `user` created, newest first, with their pending widget counts.

@@ -163,3 +163,36 @@ pub(super) async fn set_grant(
     }
     Ok(())
 }
+
+/// Deletes every agent token of `session`; returns how many there were.
+pub(super) async fn delete_agent_tokens(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query("DELETE FROM agent_tokens WHERE session_id = $1")
+        .bind(session)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+pub(super) async fn count_agent_tokens(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM agent_tokens WHERE session_id = $1")
+        .bind(session)
+        .fetch_one(conn)
+        .await
+}
+
+pub(super) async fn all(conn: &mut AnyConnection) -> sqlx::Result<Vec<super::SessionSummary>> {
+    sqlx::query_as(
+        "SELECT s.id, u.name AS owner, s.title, s.created_at, s.archived_at,
+                (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending
+         FROM sessions s JOIN users u ON u.id = s.creator_id
+         ORDER BY s.created_at DESC, s.id",
+    )
+    .fetch_all(conn)
+    .await
+}

@@ -5,7 +5,9 @@ mod admin;
 pub mod auth;
 pub(crate) mod markdown;
 pub mod pages;
+mod session_settings;
 mod session_store;
+mod shown_once;
 mod views;
 
 use axum::Router;
@@ -16,6 +18,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use auth::{CurrentUser, check_csrf};
 pub use session_store::{DbSessionStore, id_hash};
+pub use shown_once::ShownOnce;
 
 use crate::AppState;
 
@@ -27,7 +30,22 @@ pub fn router() -> Router<AppState> {
         .route("/", get(pages::view_sessions_get))
         .route("/sessions", post(pages::create_session_form))
         .route("/sessions/{id}", get(pages::view_transcript_get))
-        .route("/sessions/{id}/sharing", post(pages::share_session_form))
+        .route(
+            "/sessions/{id}/settings",
+            get(session_settings::view_session_settings_get),
+        )
+        .route(
+            "/sessions/{id}/sharing",
+            post(session_settings::share_session_form),
+        )
+        .route(
+            "/sessions/{id}/agent-token",
+            post(session_settings::revoke_agent_token_form),
+        )
+        .route(
+            "/sessions/{id}/archive",
+            post(session_settings::archive_session_form),
+        )
         .route(
             "/sessions/{id}/widgets/{widget_id}",
             get(pages::view_widget_get),

@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::views::{self, Entry, WidgetCard};
@@ -20,7 +20,7 @@ use crate::audit::{Actor, ClientAddr};
 use crate::error::{AppError, AppResult};
 use crate::secrets::api::audit_env;
 use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
-use crate::sessions::{self, Session, Sharing};
+use crate::sessions::{self, Session};
 use crate::widgets::card::{FormError, Viewer};
 use crate::widgets::{self, WidgetId, approval};
 use crate::{AppState, clock, transcript};
@@ -103,12 +103,6 @@ struct SessionRow {
     archived: bool,
 }
 
-struct CreatedSession {
-    id: String,
-    agent_token: String,
-    mcp_url: String,
-}
-
 #[derive(Template, WebTemplate)]
 #[template(path = "sessions.html")]
 struct SessionsPage {
@@ -116,14 +110,9 @@ struct SessionsPage {
     csrf: String,
     is_admin: bool,
     sessions: Vec<SessionRow>,
-    created: Option<CreatedSession>,
 }
 
-async fn sessions_page(
-    state: &AppState,
-    user: &CurrentUser,
-    created: Option<CreatedSession>,
-) -> AppResult<SessionsPage> {
+async fn sessions_page(state: &AppState, user: &CurrentUser) -> AppResult<SessionsPage> {
     let rows = sessions::list_sessions(&mut *state.db.read.acquire().await?, &user.id).await?;
     let sessions = rows
         .into_iter()
@@ -140,7 +129,6 @@ async fn sessions_page(
         csrf: user.csrf.clone(),
         is_admin: user.role == crate::auth::Role::Admin,
         sessions,
-        created,
     })
 }
 
@@ -152,7 +140,7 @@ pub async fn view_sessions_get(
     let Some(user) = user else {
         return Ok(to_login("/"));
     };
-    Ok(sessions_page(&state, &user, None).await?.into_response())
+    Ok(sessions_page(&state, &user).await?.into_response())
 }
 
 #[derive(Deserialize)]
@@ -171,7 +159,9 @@ pub fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
     })
 }
 
-/// `POST /sessions`: creates a session and shows its agent token once.
+/// `POST /sessions`: creates a session, then redirects to its settings
+/// panel, which shows the agent token once (POST/redirect/GET: a reload
+/// creates nothing).
 pub async fn create_session_form(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -191,13 +181,9 @@ pub async fn create_session_form(
     };
     crate::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
     tx.commit().await?;
-    let created = CreatedSession {
-        id: new.session.id.to_string(),
-        agent_token: new.agent_token.expose_secret().to_owned(),
-        mcp_url: format!("{}/mcp", state.settings.public_url),
-    };
-    let page = sessions_page(&state, &user, Some(created)).await?;
-    Ok((StatusCode::CREATED, page).into_response())
+    let id = new.session.id;
+    state.shown_once.put(&user.id, &id, new.agent_token);
+    Ok(Redirect::to(&format!("/sessions/{id}/settings?created=1#agent")).into_response())
 }
 
 #[derive(Template, WebTemplate)]
@@ -212,10 +198,8 @@ struct TranscriptPage {
     entries: Vec<Entry>,
     /// The viewer may answer widgets and write replies.
     can_answer: bool,
-    /// The viewer created the session and may share it.
+    /// The viewer created the session and may change its settings.
     owner: bool,
-    others_can: &'static str,
-    grants: Vec<(String, &'static str)>,
     /// The id to continue from for earlier entries, when there are more.
     earlier: Option<i64>,
     /// Why the last reply was refused, shown beside the (empty) reply box.
@@ -272,7 +256,6 @@ async fn transcript_page(
     let earlier = (skip > 0).then(|| messages[skip].id);
     messages.drain(..skip);
     let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
-    let (others_can, grants) = sessions::sharing(&mut conn, &session).await?;
     drop(conn);
     let vault = vault_of(state, &session).await?;
     let viewer = Viewer {
@@ -296,11 +279,6 @@ async fn transcript_page(
         entries,
         can_answer: access >= Access::Prompt,
         owner: access == Access::Owner,
-        others_can: others_can.as_str(),
-        grants: grants
-            .into_iter()
-            .map(|(name, a)| (name, a.as_str()))
-            .collect(),
         earlier,
         reply_error,
     })
@@ -556,50 +534,6 @@ pub async fn static_file(Path(name): Path<String>) -> Response {
         _ => return PageError(AppError::NotFound("file")).into_response(),
     };
     ([(header::CONTENT_TYPE, mime)], body).into_response()
-}
-
-#[derive(Deserialize)]
-struct SharingForm {
-    #[serde(default)]
-    csrf_token: Option<String>,
-    others_can: Sharing,
-    #[serde(default)]
-    grant_user: Option<String>,
-    #[serde(default)]
-    grant_access: Option<Sharing>,
-}
-
-/// `POST /sessions/{id}/sharing`: the creator changes who else may see or
-/// answer the session.
-pub async fn share_session_form(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    client: ClientAddr,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> PageResult {
-    let form: SharingForm = read_form(&body)?;
-    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
-    let session = access::authorize(&state, Caller::Person(&user.id), &id, Need::Share).await?;
-    let grants: Vec<(String, Sharing)> = form
-        .grant_user
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .map(|name| (name, form.grant_access.unwrap_or(Sharing::View)))
-        .into_iter()
-        .collect();
-    let actor = Actor::User(user.id.clone());
-    sessions::update_sharing(
-        &state,
-        &session,
-        Some(form.others_can),
-        &grants,
-        &actor,
-        &client,
-    )
-    .await?;
-    Ok(Redirect::to(&format!("/sessions/{}", session.id)).into_response())
 }
 
 struct RuleRow {

@@ -68,6 +68,21 @@ const TABLE: &[Row] = &[
     row("GET", "/sessions/{id}", Cookie, "....cvp.."),
     row("POST", "/sessions/{id}/sharing", Cookie, "....c...."),
     row("POST", "/sessions/{id}/reply", Cookie, "....c.p.."),
+    row("GET", "/sessions/{id}/settings", Cookie, "....c...."),
+    row("POST", "/sessions/{id}/agent-token", Cookie, "....c...."),
+    row("POST", "/sessions/{id}/archive", Cookie, "....c...."),
+    row(
+        "POST",
+        "/api/v1/sessions/{id}/agent-token",
+        Bearer,
+        "....c....",
+    ),
+    row(
+        "DELETE",
+        "/api/v1/sessions/{id}/agent-token",
+        Bearer,
+        "....c....",
+    ),
     row(
         "GET",
         "/sessions/{id}/widgets/{widget_id}",
@@ -285,6 +300,7 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
         ],
         "/sessions" => vec![("title", "made in the matrix".into())],
         "/sessions/{id}/sharing" => vec![("others_can", "none".into())],
+        "/sessions/{id}/agent-token" => vec![("action", "revoke".into())],
         "/sessions/{id}/reply" => vec![("text", "go on with the staging database".into())],
         "/widgets/{id}/submit" => vec![
             ("value.MATRIX_KEY", "matrix-value".into()),
@@ -410,7 +426,10 @@ fn outcome(row: &Row, response: &Response) -> Option<bool> {
 }
 
 /// Allowed calls that change what the next caller would see.
-const DISTURBING: [&str; 7] = [
+const DISTURBING: [&str; 10] = [
+    "/sessions/{id}/agent-token",
+    "/sessions/{id}/archive",
+    "/api/v1/sessions/{id}/agent-token",
     "/logout",
     "/settings/password",
     "/widgets/{id}/submit",

@@ -722,7 +722,7 @@ async fn cross_site_posts_and_gets_change_nothing() {
         .unwrap();
     assert_eq!(
         r.status(),
-        StatusCode::CREATED,
+        StatusCode::SEE_OTHER,
         "a same-origin form post as Chromium sends it was refused"
     );
     let r = app

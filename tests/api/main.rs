@@ -25,6 +25,7 @@ mod ops;
 mod questions;
 mod replies;
 mod scale_out;
+mod session_admin;
 mod sessions;
 mod sharing;
 mod shutdown;
