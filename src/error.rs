@@ -36,6 +36,9 @@ pub enum AppError {
     /// The resource is not in a state that allows this.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// Too many of something open at once (event streams, long-polls).
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
     /// Too many requests from one caller; retry after this many seconds.
     #[error("too many requests; retry in {0} s")]
     RateLimited(u64),
@@ -71,6 +74,7 @@ impl AppError {
             Self::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
             Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Self::TooMany { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code),
             Self::Database(e) if crate::db::storage_unavailable(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }

@@ -30,6 +30,7 @@ pub mod restore;
 pub mod secrets;
 pub mod sessions;
 pub mod startup;
+pub mod stream_limits;
 pub mod transcript;
 pub mod web;
 pub mod webhooks;
@@ -108,6 +109,8 @@ pub struct Inner {
     pub metrics: ops::Metrics,
     /// Agent tokens waiting to be shown once after a redirect.
     pub shown_once: web::ShownOnce,
+    /// Open event streams and long-polls, capped per caller and address.
+    pub open_streams: stream_limits::OpenStreams,
 }
 
 /// Shared, cheaply cloned application state.
@@ -123,6 +126,7 @@ impl AppState {
             hub: Hub::default(),
             metrics: ops::Metrics::default(),
             shown_once: web::ShownOnce::default(),
+            open_streams: stream_limits::OpenStreams::default(),
         }))
     }
 }

@@ -27,6 +27,7 @@ use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::ids::UserId;
 use crate::sessions::Session;
+use crate::stream_limits::caller_key;
 use crate::web::CurrentUser;
 
 const BATCH: i64 = 500;
@@ -108,10 +109,13 @@ async fn stream_events(
     principal: Option<Principal>,
     user: Option<CurrentUser>,
     cookie: tower_sessions::Session,
+    client: crate::audit::ClientAddr,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> AppResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let session = watchable_session(&state, principal.as_ref(), user.as_ref(), &id).await?;
+    let caller = caller_key(principal.as_ref(), user.as_ref().map(|u| &u.id));
+    let slot = state.open_streams.open(caller, client.0.as_deref())?;
     let watcher = match (&principal, &user) {
         (Some(_), _) => {
             let token = headers
@@ -138,11 +142,11 @@ async fn stream_events(
         .unwrap_or(0);
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(follow(state, session.id, watcher, last_id, tx));
-    let stream =
-        futures_util::stream::unfold(
-            rx,
-            |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
-        );
+    // The slot lives as long as the response body: it is given back when
+    // the client goes away or the stream ends.
+    let stream = futures_util::stream::unfold((rx, slot), |(mut rx, slot)| async move {
+        rx.recv().await.map(|e| (Ok(e), (rx, slot)))
+    });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 

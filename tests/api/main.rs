@@ -20,6 +20,7 @@ mod group_commit;
 mod helpers;
 mod hooks;
 mod host;
+mod limits;
 mod mcp;
 mod ops;
 mod questions;
