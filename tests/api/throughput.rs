@@ -227,39 +227,132 @@ impl Driver {
     }
 }
 
+/// Kills of the daemon under load, each at a seeded random point.
+const KILLS: usize = 3;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_under_load_loses_no_acknowledged_submit_ack_or_audit_row() {
     let tmp = crate::helpers::test_dir();
     let dir = tmp.path().join("data");
-    let mut daemon = Daemon::start(&dir, tmp.path(), "first");
-    let driver = Driver::start(&daemon.url, &dir).await;
     let seen = Arc::new(Mutex::new(Acknowledged::default()));
-    let mut workers = Vec::new();
-    for _ in 0..16 {
-        let (session, agent) = driver.session().await;
-        let worker = driver.clone().round_trips(session, agent, seen.clone());
-        workers.push(tokio::spawn(worker));
-    }
-    // Liveness guard only: kill once enough has been acknowledged.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while seen.lock().unwrap().acked.len() < 40 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load made no progress"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    daemon.child.kill().unwrap();
-    daemon.child.wait().unwrap();
-    for worker in workers {
-        worker.await.unwrap();
+    let mut sessions = Vec::new();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for kill in 0..KILLS {
+        let mut daemon = Daemon::start(&dir, tmp.path(), &format!("run-{kill}"));
+        let driver = Driver::start(&daemon.url, &dir).await;
+        let mut workers = Vec::new();
+        for _ in 0..16 {
+            let (session, agent) = driver.session().await;
+            sessions.push(session.clone());
+            let worker = driver.clone().round_trips(session, agent, seen.clone());
+            workers.push(tokio::spawn(worker));
+        }
+        // A random point: after 10 to 59 more acknowledged acks.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let until = seen.lock().unwrap().acked.len() + 10 + (seed % 50) as usize;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while seen.lock().unwrap().acked.len() < until {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the load made no progress"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        daemon.child.kill().unwrap();
+        daemon.child.wait().unwrap();
+        for worker in workers {
+            worker.await.unwrap();
+        }
     }
     let seen = std::mem::take(&mut *seen.lock().unwrap());
+    println!(
+        "kill -9 under load: {KILLS} kills, {} submits and {} acks acknowledged",
+        seen.submitted.len(),
+        seen.acked.len()
+    );
 
-    let daemon = Daemon::start(&dir, tmp.path(), "second");
+    let daemon = Daemon::start(&dir, tmp.path(), "after");
     assert_all_kept(&daemon.url, &dir, &seen).await;
+    assert_nothing_stuck(&daemon.url, &dir, &sessions, seen.submitted.len()).await;
     daemon.stop();
     assert_chain_verifies(&dir, &seen).await;
+}
+
+/// After the kills: every widget is pending or ended with its prompt
+/// queued, every prompt not acknowledged is delivered again, and every
+/// stored value decrypts to what was submitted.
+async fn assert_nothing_stuck(
+    url: &str,
+    dir: &std::path::Path,
+    sessions: &[String],
+    submits: usize,
+) {
+    let client = crate::helpers::client();
+    let host = Driver::start(url, dir).await.host;
+    let db = crate::helpers::open_data(dir).await.db;
+    let mut values = 0;
+    let ended_without_prompt: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM widgets w WHERE w.status <> 'pending'
+         AND NOT EXISTS (SELECT 1 FROM prompts p WHERE p.widget_id = w.id)",
+    )
+    .fetch_one(&db.read)
+    .await
+    .unwrap();
+    assert_eq!(ended_without_prompt, 0, "a widget ended without its prompt");
+    for session in sessions {
+        let mut queued: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM prompts WHERE session_id = $1 AND acked_at IS NULL ORDER BY id",
+        )
+        .bind(session)
+        .fetch_all(&db.read)
+        .await
+        .unwrap();
+        let body: Value = client
+            .get(format!("{url}/api/v1/sessions/{session}/prompts?wait=0"))
+            .bearer_auth(&host)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut delivered: Vec<i64> = body["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["prompt_id"].as_i64().unwrap())
+            .collect();
+        queued.sort_unstable();
+        delivered.sort_unstable();
+        assert_eq!(
+            delivered, queued,
+            "an unacknowledged prompt was not delivered again"
+        );
+        let env: Value = client
+            .get(format!("{url}/api/v1/sessions/{session}/env"))
+            .bearer_auth(&host)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for (name, value) in env["env"].as_object().unwrap() {
+            assert_eq!(
+                value, "kill-value",
+                "{name} does not decrypt to what was sent"
+            );
+            values += 1;
+        }
+    }
+    // A submit may commit and die before its answer: at least as many.
+    assert!(
+        values >= submits,
+        "{values} values for {submits} acknowledged submits"
+    );
+    db.close().await;
 }
 
 /// Every submit and ack in `seen` is still there, as the daemon at `url`
