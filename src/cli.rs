@@ -121,6 +121,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Move a deployment to another database (SQLite to PostgreSQL, or
+    /// back).
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Write a consistent copy of the live database to PATH.
     Backup {
         /// A file that does not exist yet.
@@ -326,6 +330,25 @@ pub enum KeysCommand {
     },
     /// Re-encrypt every value still under an older data key with the newest.
     Reencrypt,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Copy every row from one database into another, empty one, then
+    /// check row counts and the audit chain. Ciphertexts move as they are:
+    /// no key is needed, and the daemons using the new database need the
+    /// same master key. Stop the daemons first.
+    Copy {
+        /// The database to copy: `sqlite://PATH` or `postgres://…`.
+        #[arg(long, value_parser = parse_database_url)]
+        from: DatabaseUrl,
+        /// The empty database to fill: `sqlite://PATH` or `postgres://…`.
+        #[arg(long, value_parser = parse_database_url)]
+        to: DatabaseUrl,
+        /// Print what was copied as JSON on standard output.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

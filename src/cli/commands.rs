@@ -11,8 +11,8 @@ use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
 use super::{
-    AuditCommand, Cli, Command, ConnectArgs, EnvCommand, HostArgs, KeysCommand, ServeArgs,
-    SessionCommand, TokenCommand, UserCommand,
+    AuditCommand, Cli, Command, ConnectArgs, DbCommand, EnvCommand, HostArgs, KeysCommand,
+    ServeArgs, SessionCommand, TokenCommand, UserCommand,
 };
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::{self, Role, passwords, tokens::TokenScopes};
@@ -44,6 +44,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             key_file,
             force,
         } => return restore(&dir, database.as_ref(), &backup, key_file.as_deref(), force).await,
+        Command::Db(DbCommand::Copy { from, to, json }) => {
+            return copy_database(&from, &to, json).await.map(|()| 0);
+        }
         Command::Check { quick, json } => return check(&dir, database.as_ref(), quick, json).await,
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
@@ -125,10 +128,19 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
         env!("CARGO_PKG_VERSION")
     );
     let shown_dir = std::fs::canonicalize(&data.path).unwrap_or_else(|_| data.path.clone());
-    println!(
-        "  data dir:   {} (database and key file; --data-dir or WIDGETD_DATA_DIR to change)",
-        shown_dir.display()
-    );
+    match database {
+        Some(url @ DatabaseUrl::Postgres(_)) => {
+            println!(
+                "  data dir:   {} (key file; --data-dir or WIDGETD_DATA_DIR to change)",
+                shown_dir.display()
+            );
+            println!("  database:   {url} (shared by every daemon of this deployment)");
+        }
+        _ => println!(
+            "  data dir:   {} (database and key file; --data-dir or WIDGETD_DATA_DIR to change)",
+            shown_dir.display()
+        ),
+    }
     println!(
         "  master key: {} (back it up: without it the data cannot be read)",
         data.master_source
@@ -650,6 +662,24 @@ async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
     .await?;
     tx.commit().await?;
     Ok(count)
+}
+
+async fn copy_database(from: &DatabaseUrl, to: &DatabaseUrl, json: bool) -> anyhow::Result<()> {
+    eprintln!("copying {from} to {to}");
+    let copied = crate::db::copy::copy(from, to).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&copied)?);
+        return Ok(());
+    }
+    for (table, rows) in &copied.tables {
+        println!("  {table:<18} {rows} row(s)");
+    }
+    println!(
+        "copied; row counts match and the audit chain verifies ({} row(s), head {})",
+        copied.audit_rows, copied.audit_head
+    );
+    println!("next: start the daemons with --database-url {to} and the same master key");
+    Ok(())
 }
 
 async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> anyhow::Result<()> {

@@ -10,6 +10,7 @@
 //! invariant that rests on that (the audit chain, event and prompt order,
 //! caps counted before an insert) holds on both.
 
+pub mod copy;
 pub mod integrity;
 mod postgres;
 mod sqlite;

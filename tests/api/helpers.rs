@@ -55,11 +55,25 @@ impl TestApp {
     }
 }
 
+/// A daemon on the data dir (and master key) of `dir` with the database
+/// `url`, for tests that move data between databases.
+pub async fn spawn_app_on(dir: Arc<TestDir>, url: &str) -> TestApp {
+    let database = DatabaseUrl::parse(url).unwrap();
+    serve_data_dir(dir, Some(database), |_| {}).await
+}
+
 async fn spawn_app_in(dir: Arc<TestDir>, change: impl FnOnce(&mut Settings)) -> TestApp {
+    let database = dir.database(&dir.path().join("data"));
+    serve_data_dir(dir, database, change).await
+}
+
+async fn serve_data_dir(
+    dir: Arc<TestDir>,
+    database: Option<DatabaseUrl>,
+    change: impl FnOnce(&mut Settings),
+) -> TestApp {
     let data_dir = dir.path().join("data");
-    let data = startup::open(&data_dir, dir.database(&data_dir).as_ref())
-        .await
-        .unwrap();
+    let data = startup::open(&data_dir, database.as_ref()).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let mut settings = Settings::new(url.clone());

@@ -11,6 +11,7 @@ mod clarification;
 mod cli;
 mod connect;
 mod corruption;
+mod db_copy;
 mod demo;
 mod dismiss;
 mod env_api;
