@@ -284,3 +284,54 @@ async fn killing_one_daemon_under_load_leaves_the_other_serving_and_loses_nothin
     c.stop();
     assert_chain_verifies(&dir, &seen).await;
 }
+
+#[tokio::test]
+async fn a_daemon_that_lost_its_listening_connection_catches_up() {
+    let (a, b) = two_daemons().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&a, "alice").await;
+    let id = a.pending_widget(&agent, &session, &["LATE_KEY"]).await;
+    let poll = {
+        let (client, url) = (a.client.clone(), a.url.clone());
+        let (host, session) = (host.clone(), session.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let body: Value = client
+                .get(format!("{url}/api/v1/sessions/{session}/prompts?wait=60"))
+                .bearer_auth(&host)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            (started.elapsed(), body)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every daemon's listening connection is cut, and the answer comes at
+    // once: its notification may reach nobody.
+    let cut: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+    )
+    .fetch_all(&a.state.db.read)
+    .await
+    .unwrap();
+    assert!(cut.len() >= 2, "both daemons listen: {cut:?}");
+    let browser = b.login("alice").await;
+    let r = b
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("value.LATE_KEY", "v"), ("scope", "session")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let (waited, body) = poll.await.unwrap();
+    assert_eq!(body["prompts"].as_array().unwrap().len(), 1, "{body}");
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+}
