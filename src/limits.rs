@@ -61,7 +61,15 @@ pub async fn take(
     conn: &mut AnyConnection,
     keys: &[(String, Bucket)],
 ) -> sqlx::Result<Result<(), Duration>> {
-    let now = clock::now_ms();
+    take_at(conn, keys, clock::now_ms()).await
+}
+
+/// [`take`] as of `now` (Unix milliseconds).
+async fn take_at(
+    conn: &mut AnyConnection,
+    keys: &[(String, Bucket)],
+    now: i64,
+) -> sqlx::Result<Result<(), Duration>> {
     let mut levels = Vec::with_capacity(keys.len());
     for (key, bucket) in keys {
         let row: Option<(f64, i64)> =
@@ -116,9 +124,13 @@ mod tests {
     use super::*;
     use crate::db::Db;
 
+    /// One instant for the whole test: a slow machine must not refill the
+    /// buckets between attempts.
+    const NOW: i64 = 1_800_000_000_000;
+
     async fn attempt(db: &Db, keys: &[(String, Bucket)]) -> Result<(), Duration> {
         let mut tx = db.begin_write().await.unwrap();
-        let outcome = take(&mut tx, keys).await.unwrap();
+        let outcome = take_at(&mut tx, keys, NOW).await.unwrap();
         tx.commit().await.unwrap();
         outcome
     }
@@ -138,7 +150,8 @@ mod tests {
             assert!(attempt(&db, &keys("1.1.1.1", "alice")).await.is_ok());
         }
         let wait = attempt(&db, &keys("1.1.1.1", "alice")).await.unwrap_err();
-        assert!(wait >= Duration::from_secs(1));
+        // The name's bucket is empty: one attempt comes back in 12 s.
+        assert_eq!(wait, Duration::from_secs(12));
         // The same user from elsewhere is limited too; another user from
         // elsewhere is not.
         assert!(attempt(&db, &keys("2.2.2.2", "alice")).await.is_err());
