@@ -33,6 +33,7 @@ mod sharing;
 mod shutdown;
 mod streams;
 mod throughput;
+mod upgrade;
 mod vault;
 mod webdriver;
 mod webhooks;
