@@ -3,8 +3,8 @@
 //!
 //! On a data dir with no users (or only the demo user), it creates the user
 //! `demo` and a session titled as a demo, then plays an agent inside the
-//! daemon: it asks for an env var, asks a question and asks for an approval,
-//! one after the other, and answers each outcome with a transcript line. It
+//! daemon: it asks for an env var, asks a question, asks for a clarification
+//! (a choice) and asks for an approval, one after the other, and answers each outcome with a transcript line. It
 //! uses the same engine as real agents (so the person sees the real forms),
 //! acknowledges its own resume prompts, and never reads a value: it learns
 //! only names and scope, like any agent.
@@ -19,8 +19,11 @@ use crate::ids::{SessionId, UserId};
 use crate::transcript::{Role, add_message};
 use crate::widgets::approval::RequestApprovalInput;
 use crate::widgets::ask::AskUserInput;
+use crate::widgets::clarification::ClarificationInput;
 use crate::widgets::env_vars::RequestEnvVarsInput;
-use crate::widgets::{self, Approval, AskUser, Cause, Created, EnvVars, Request, WidgetStatus};
+use crate::widgets::{
+    self, Approval, AskUser, Cause, Clarification, Created, EnvVars, Request, WidgetStatus,
+};
 use crate::{AppState, auth, prompts, sessions};
 
 /// The demo user's name.
@@ -103,6 +106,18 @@ async fn outcome(
     Ok((view.status, view.result.unwrap_or(Value::Null)))
 }
 
+/// An answer as a person would say it: strings as they are, lists and the
+/// values of a map joined with commas.
+fn words(answer: &Value) -> String {
+    match answer {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items.iter().map(words).collect::<Vec<_>>().join(", "),
+        Value::Object(map) => map.values().map(words).collect::<Vec<_>>().join(", "),
+        Value::Null => "nothing".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
     let actor = Actor::Agent(session.clone());
     let client = ClientAddr(None);
@@ -110,7 +125,7 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
         actor: &actor,
         client: &client,
     };
-    say(state, session, "Hello! I am widgetd's built-in demo agent, not a real one. I will ask you for three things, one at a time, the way real agents do. First: I need an API key.").await?;
+    say(state, session, "Hello! I am widgetd's built-in demo agent, not a real one. I will ask you for four things, one at a time, the way real agents do. First: I need an API key.").await?;
 
     let input: RequestEnvVarsInput = serde_json::from_value(json!({
         "names": ["DEMO_WEATHER_API_KEY"],
@@ -142,9 +157,33 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
     let text = match outcome(state, session, created).await? {
         (WidgetStatus::Submitted, result) => format!(
             "You answered {}. Answers to questions are not secrets, so they do come back to the agent.",
-            result["answers"]
+            words(&result["answers"])
         ),
         _ => "You skipped the question; a real agent would decide without it.".to_owned(),
+    };
+    say(state, session, &text).await?;
+
+    let clarification: ClarificationInput = serde_json::from_value(json!({
+        "question": "What should the forecast include? Tick what fits, or say it in your own words.",
+        "widget": {
+            "type": "choice",
+            "multi_select": true,
+            "options": [
+                { "label": "Temperature" },
+                { "label": "Rain", "description": "Chance and amount" },
+                { "label": "Wind" },
+            ],
+        },
+    }))?;
+    let params = Clarification::parse(clarification)?;
+    let created = widgets::create::<Clarification>(state, session, params, cause()).await?;
+    let text = match outcome(state, session, created).await? {
+        (WidgetStatus::Submitted, result) => format!(
+            "You picked {} and wrote \"{}\". A clarification answer comes back both structured and in your words.",
+            words(&result["structured"]["selected"]),
+            result["freeform"].as_str().unwrap_or_default()
+        ),
+        _ => "You skipped it; a real agent would pick a sensible default and say so.".to_owned(),
     };
     say(state, session, &text).await?;
 
