@@ -288,7 +288,15 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
 
 async fn open_batch(pool: &AnyPool, state: &mut State) -> sqlx::Result<()> {
     let mut conn = pool.acquire().await?;
-    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
+        // A connection that met a read-only disk may have been reopened
+        // read-only by SQLite and would stay so once the disk is writable
+        // again: the next batch gets a new one.
+        if super::storage_unavailable(&e) {
+            conn.close_on_drop();
+        }
+        return Err(e);
+    }
     state.next_id += 1;
     state.conn = Some(conn);
     state.batch = Some(Batch {
@@ -373,8 +381,10 @@ async fn commit_batch(state: &mut State) {
         Ok(_) => Ok(()),
         Err(e) => {
             tracing::error!(error = %e, members = batch.members, "a group commit failed");
-            // A failed COMMIT can leave the transaction open.
-            if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+            // A failed COMMIT can leave the transaction open; after a full
+            // or read-only disk, the next batch starts on a new connection.
+            let rolled_back = sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
+            if !rolled_back || super::storage_unavailable(&e) {
                 conn.close_on_drop();
             }
             Err(failure(&e))

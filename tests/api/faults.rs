@@ -1,13 +1,13 @@
-//! The real binary on a data dir that fills up: writes fail with
-//! `503 storage_unavailable` and change nothing, reads keep working, and the
-//! daemon recovers by itself once there is room again.
+//! The real binary on a data dir that fills up or turns read-only: writes
+//! fail with `503 storage_unavailable` and change nothing, reads keep
+//! working, and the daemon recovers by itself once it can write again.
 //!
-//! The data dir lives on a tmpfs of its own, mounted by the test (CI runs
-//! as root; elsewhere the test says what it needs). A disk turned read-only
-//! under the running daemon is not tested: Linux refuses to remount a file
-//! system read-only while the daemon holds its files open for writing, and
-//! SQLite reports EROFS the same way as a full disk (SQLITE_IOERR /
-//! SQLITE_READONLY map to the same 503).
+//! The full disk is a tmpfs of its own, mounted by the test (CI runs as
+//! root; elsewhere the test says what it needs). Linux refuses to remount a
+//! file system read-only while the daemon holds files on it open for
+//! writing, so the read-only disk is the database, its log and the dir made
+//! immutable (`chattr +i`) under the running daemon: every write through its
+//! open descriptors then fails with `EPERM`, as on a disk gone read-only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -194,4 +194,119 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers() {
             "{name} missing after restart: {listed}"
         );
     }
+}
+
+/// Files made immutable (`chattr +i`) under the running daemon, as a disk
+/// turned read-only looks to it: every write through its open descriptors
+/// fails with `EPERM`. Undone when dropped, so a failed test leaves
+/// nothing undeletable behind.
+struct Frozen {
+    paths: Vec<PathBuf>,
+}
+
+impl Frozen {
+    /// Checks that this machine can make `dir`'s files immutable: root and
+    /// a file system with the attribute (ext4, xfs, btrfs; not tmpfs).
+    fn probe(dir: &Path) {
+        let probe = dir.join("probe");
+        std::fs::write(&probe, b"x").unwrap();
+        let frozen = Frozen::freeze(std::slice::from_ref(&probe));
+        drop(frozen);
+        std::fs::remove_file(probe).unwrap();
+    }
+
+    fn freeze(paths: &[PathBuf]) -> Frozen {
+        let status = Command::new("chattr")
+            .arg("+i")
+            .args(paths)
+            .status()
+            .expect("the `chattr` command runs (e2fsprogs)");
+        assert!(
+            status.success(),
+            "this test makes files immutable with `chattr +i` and needs root and a file system \
+             with that attribute for the temporary dir (ext4 or xfs; CI runs as root on ext4)"
+        );
+        Frozen {
+            paths: paths.to_vec(),
+        }
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").args(&self.paths).status();
+    }
+}
+
+#[tokio::test]
+async fn a_data_dir_turned_read_only_refuses_writes_cleanly_and_recovers() {
+    let root = tempfile::tempdir().unwrap();
+    Frozen::probe(root.path());
+    let data = root.path().join("data");
+    let daemon = Daemon::start(&data, root.path(), "read-only");
+    let log = || std::fs::read_to_string(&daemon.err_log).unwrap_or_default();
+    let token = stdout(
+        &widgetd(&data)
+            .args(["token", "create", "--user", "admin"])
+            .args(["--scope", "env:read,env:write"])
+            .output()
+            .unwrap(),
+    )
+    .trim()
+    .to_owned();
+    let api = Api {
+        url: daemon.url.clone(),
+        token,
+        http: client(),
+    };
+    let (status, _) = api.put_value("BEFORE", "stored while writable").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+
+    // The database, its log and the dir turn read-only under the daemon:
+    // writes are refused with the stable code, nothing is half-written,
+    // reads keep working.
+    let db = data.join(widgetd::db::DB_FILE);
+    let wal = data.join(format!("{}-wal", widgetd::db::DB_FILE));
+    let frozen = Frozen::freeze(&[db, wal, data.clone()]);
+    for n in 0..3 {
+        let (status, body) = api.put_value(&format!("READ_ONLY_{n}"), "refused").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["error"]["code"], "storage_unavailable", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("read-only"),
+            "{body}"
+        );
+    }
+    let names = api.names().await;
+    assert!(names.contains(&"BEFORE".to_owned()), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("READ_ONLY")),
+        "a refused write left a row: {names:?}"
+    );
+
+    // Writable again: the daemon writes without a restart.
+    drop(frozen);
+    let (status, body) = api.put_value("AFTER", "written once writable").await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body} {}", log());
+    daemon.stop();
+
+    let out = widgetd(&data).args(["audit", "verify"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = widgetd(&data)
+        .args(["env", "list", "--user", "admin", "--json"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        listed.contains("BEFORE") && listed.contains("AFTER"),
+        "{listed}"
+    );
+    assert!(!listed.contains("READ_ONLY"), "{listed}");
 }
