@@ -37,10 +37,13 @@ document.addEventListener("click", (event) => {
 
 // Every form's enhancement, run when the page loads, when anything is
 // typed or picked, and when a card arrives live. A clarification type
-// with a script adds its function here.
+// with a script (static/clarification/TYPE.js, served after this file as
+// part of it) pushes its function onto `typeScripts`.
+const typeScripts = [];
 function updateForms(root) {
   updateChoiceForms(root);
   updateClarificationChoices(root);
+  for (const update of typeScripts) update(root);
 }
 document.addEventListener("input", () => updateForms(document));
 document.addEventListener("change", () => updateForms(document));

@@ -520,6 +520,14 @@ pub async fn delete_env_form(
     Ok(Redirect::to("/settings/env").into_response())
 }
 
+/// `static/app.js` followed by the script of each clarification type that
+/// has one (`static/clarification/TYPE.js`): one file for the page, so one
+/// `<script>` and one request.
+const APP_JS: &str = concat!(
+    include_str!("../../static/app.js"),
+    include_str!("../../static/clarification/table.js"),
+);
+
 /// `GET /static/…`: the stylesheet and script, compiled into the binary.
 pub async fn static_file(Path(name): Path<String>) -> Response {
     let (body, mime) = match name.as_str() {
@@ -527,10 +535,7 @@ pub async fn static_file(Path(name): Path<String>) -> Response {
             include_str!("../../static/app.css"),
             "text/css; charset=utf-8",
         ),
-        "app.js" => (
-            include_str!("../../static/app.js"),
-            "text/javascript; charset=utf-8",
-        ),
+        "app.js" => (APP_JS, "text/javascript; charset=utf-8"),
         _ => return PageError(AppError::NotFound("file")).into_response(),
     };
     ([(header::CONTENT_TYPE, mime)], body).into_response()

@@ -7,6 +7,7 @@
 
 mod card;
 mod choice;
+mod table;
 pub mod types;
 
 use schemars::JsonSchema;
@@ -22,6 +23,7 @@ use crate::error::{AppError, AppResult};
 use types::{AnyType, Source};
 
 pub use choice::{Choice, ChoiceAnswer, ChoiceOption, ChoiceWidget};
+pub use table::{Table, TableWidget};
 pub use types::{ClarificationType, Mode, Part, Structured};
 
 const MAX_QUESTION_CHARS: usize = 1000;

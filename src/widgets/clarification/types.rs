@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::choice::Choice;
+use super::table::Table;
 use crate::api::parse_value_at;
 use crate::error::{AppError, AppResult};
 
@@ -156,7 +157,7 @@ impl<T: ClarificationType> AnyType for Entry<T> {
 
 /// Every type `request_clarification` takes. A new type is added here and
 /// to [`WidgetSchema`].
-const TYPES: &[&dyn AnyType] = &[&Entry::<Choice>::NEW];
+const TYPES: &[&dyn AnyType] = &[&Entry::<Choice>::NEW, &Entry::<Table>::NEW];
 
 /// The type named `name`.
 pub fn find(name: &str) -> Option<&'static dyn AnyType> {
@@ -218,4 +219,7 @@ pub fn with_type(ty: &dyn AnyType, params: Value) -> Value {
 pub enum WidgetSchema {
     /// Pick one (or, with `multi_select`, several) of 2 to 10 options.
     Choice(<Choice as ClarificationType>::Input),
+    /// Rows under typed columns; the user edits the cells of editable
+    /// columns only.
+    Table(<Table as ClarificationType>::Input),
 }

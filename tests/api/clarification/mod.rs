@@ -6,6 +6,7 @@
 //! bad answers, and the XSS corpus. The helpers below serve them all.
 
 mod choice;
+mod table;
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -119,17 +120,10 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
     let mut keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["question", "wait_seconds", "widget"]);
-    // `widget` is one object per type that exists: `choice` only, for now,
-    // whose own properties include its `type`.
+    // `widget` is one object per type that exists, each with its own
+    // properties, its `type` among them.
     let text = schema.to_string();
-    for later in [
-        "curation",
-        "mapping",
-        "ranking",
-        "table",
-        "tree",
-        "annotation",
-    ] {
+    for later in ["curation", "mapping", "ranking", "tree", "annotation"] {
         assert!(
             !text.contains(&format!("\"{later}\"")),
             "{later} is offered: {schema}"
@@ -140,7 +134,7 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
         .iter()
         .map(|v| &v["properties"]["type"]["const"])
         .collect();
-    assert_eq!(types, [&json!("choice")], "{schema}");
+    assert_eq!(types, [&json!("choice"), &json!("table")], "{schema}");
     assert_eq!(
         variants[0]["required"],
         json!(["type", "options"]),
@@ -173,7 +167,7 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
             Some(ty),
         )
         .await;
-        assert_eq!(message, "`widget.type` is one of `choice`");
+        assert_eq!(message, "`widget.type` is one of `choice`, `table`");
         let result = call(&client, "request_clarification", body).await;
         assert_eq!(error_code(&result), "unknown_widget_type");
     }
