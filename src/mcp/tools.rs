@@ -187,12 +187,16 @@ impl AgentTools {
     /// a widget that fits the ambiguity: `question` says why you ask (1 to
     /// 1000 characters), `widget` how the user answers. Widget types:
     /// `choice` (pick one of 2 to 10 options `{label, description?,
-    /// markdown?}`, or several with `multi_select`). The user can always
+    /// markdown?}`, or several with `multi_select`);
+    /// `mapping` (connect each of `left` to one of `right`, 1 to 200 items
+    /// `{id, label, group?}` a side; `allow_unmapped`, `allow_many_to_one`).
+    /// The user can always
     /// answer in their own words, beside the widget or instead of it, or
     /// dismiss the question (maybe with a note). The answer is
-    /// `{structured, freeform}`: for `choice`, `structured` is
-    /// `{"selected": [label…]}` (empty when the user only typed) and
-    /// `freeform` the typed text ("" when none).
+    /// `{structured, freeform}`: `structured` is, for `choice`,
+    /// `{"selected": [label…]}` (empty when the user only typed);
+    /// for `mapping`, `{"mappings": [{"left", "right"}…]}` (ids);
+    /// `freeform` is the typed text ("" when none).
     /// Returns `{widget_id, status: "pending"}` at once, whether or not
     /// anyone has the transcript open (the question waits there):
     /// END YOUR TURN and the answer arrives as your next message. With

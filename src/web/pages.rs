@@ -526,6 +526,7 @@ pub async fn delete_env_form(
 const APP_JS: &str = concat!(
     include_str!("../../static/app.js"),
     include_str!("../../static/clarification/table.js"),
+    include_str!("../../static/clarification/mapping.js"),
 );
 
 /// `GET /static/…`: the stylesheet and script, compiled into the binary.

@@ -7,6 +7,8 @@
 
 mod card;
 mod choice;
+mod items;
+mod mapping;
 mod table;
 pub mod types;
 

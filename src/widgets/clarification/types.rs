@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::choice::Choice;
+use super::mapping::Mapping;
 use super::table::Table;
 use crate::api::parse_value_at;
 use crate::error::{AppError, AppResult};
@@ -157,7 +158,11 @@ impl<T: ClarificationType> AnyType for Entry<T> {
 
 /// Every type `request_clarification` takes. A new type is added here and
 /// to [`WidgetSchema`].
-const TYPES: &[&dyn AnyType] = &[&Entry::<Choice>::NEW, &Entry::<Table>::NEW];
+const TYPES: &[&dyn AnyType] = &[
+    &Entry::<Choice>::NEW,
+    &Entry::<Table>::NEW,
+    &Entry::<Mapping>::NEW,
+];
 
 /// The type named `name`.
 pub fn find(name: &str) -> Option<&'static dyn AnyType> {
@@ -222,4 +227,6 @@ pub enum WidgetSchema {
     /// Rows under typed columns; the user edits the cells of editable
     /// columns only.
     Table(<Table as ClarificationType>::Input),
+    /// Connect each item of `left` to one of `right` (1 to 200 each).
+    Mapping(<Mapping as ClarificationType>::Input),
 }

@@ -6,6 +6,7 @@
 //! bad answers, and the XSS corpus. The helpers below serve them all.
 
 mod choice;
+mod mapping;
 mod table;
 
 use reqwest::{Response, StatusCode};
@@ -123,7 +124,7 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
     // `widget` is one object per type that exists, each with its own
     // properties, its `type` among them.
     let text = schema.to_string();
-    for later in ["curation", "mapping", "ranking", "tree", "annotation"] {
+    for later in ["curation", "ranking", "tree", "annotation"] {
         assert!(
             !text.contains(&format!("\"{later}\"")),
             "{later} is offered: {schema}"
@@ -134,7 +135,11 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
         .iter()
         .map(|v| &v["properties"]["type"]["const"])
         .collect();
-    assert_eq!(types, [&json!("choice"), &json!("table")], "{schema}");
+    assert_eq!(
+        types,
+        [&json!("choice"), &json!("table"), &json!("mapping")],
+        "{schema}"
+    );
     assert_eq!(
         variants[0]["required"],
         json!(["type", "options"]),
@@ -167,7 +172,10 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
             Some(ty),
         )
         .await;
-        assert_eq!(message, "`widget.type` is one of `choice`, `table`");
+        assert_eq!(
+            message,
+            "`widget.type` is one of `choice`, `table`, `mapping`"
+        );
         let result = call(&client, "request_clarification", body).await;
         assert_eq!(error_code(&result), "unknown_widget_type");
     }

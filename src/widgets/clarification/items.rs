@@ -1,0 +1,124 @@
+//! The checks every list of agent-written items shares (`mapping`'s sides,
+//! `tree`'s nodes): an id that answers name, a label the person reads, an
+//! optional group. Each refusal names the item by list and position, never
+//! what was sent.
+
+use crate::error::{AppError, AppResult};
+
+/// Most characters of an item's id.
+pub const MAX_ID_CHARS: usize = 100;
+/// Most characters of an item's label.
+pub const MAX_LABEL_CHARS: usize = 200;
+/// Most characters of an item's group.
+pub const MAX_GROUP_CHARS: usize = 80;
+
+/// Where an item is: `widget.left` and its 1-based position.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub list: &'a str,
+    pub n: usize,
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "item {} of `{}`", self.n, self.list)
+    }
+}
+
+/// One line of plain text of 1 to `max` characters, not blank.
+fn one_line(
+    at: At<'_>,
+    what: &str,
+    text: &str,
+    max: usize,
+    codes: [&'static str; 3],
+) -> AppResult<()> {
+    let [empty, too_long, invalid] = codes;
+    if text.trim().is_empty() {
+        return Err(AppError::invalid(
+            empty,
+            format!("{at} has an empty {what}"),
+        ));
+    }
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(AppError::invalid(
+            too_long,
+            format!("the {what} of {at} has {chars} characters; the limit is {max}"),
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            invalid,
+            format!("the {what} of {at} is one line of plain text: no control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// An id: 1 to 100 characters, one line, compared exactly.
+pub fn check_id(at: At<'_>, id: &str) -> AppResult<()> {
+    one_line(
+        at,
+        "id",
+        id,
+        MAX_ID_CHARS,
+        ["empty_id", "id_too_long", "invalid_id"],
+    )
+}
+
+/// A label: 1 to 200 characters, one line.
+pub fn check_label(at: At<'_>, label: &str) -> AppResult<()> {
+    one_line(
+        at,
+        "label",
+        label,
+        MAX_LABEL_CHARS,
+        ["empty_label", "label_too_long", "invalid_label"],
+    )
+}
+
+/// A group, if given: 1 to 80 characters, one line.
+pub fn check_group(at: At<'_>, group: Option<&str>) -> AppResult<()> {
+    match group {
+        Some(group) => one_line(
+            at,
+            "group",
+            group,
+            MAX_GROUP_CHARS,
+            ["empty_group", "group_too_long", "invalid_group"],
+        ),
+        None => Ok(()),
+    }
+}
+
+/// `422 duplicate_id` if two of `ids` are equal, naming both positions.
+pub fn check_unique<'a>(list: &str, ids: impl IntoIterator<Item = &'a str>) -> AppResult<()> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        if let Some(first) = seen.insert(id, i + 1) {
+            return Err(AppError::invalid(
+                "duplicate_id",
+                format!("item {} of `{list}` has the same id as item {first}", i + 1),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `422 {code}` unless `count` is within `min..=max`.
+pub fn check_count(
+    code: &'static str,
+    list: &str,
+    count: usize,
+    min: usize,
+    max: usize,
+) -> AppResult<()> {
+    if (min..=max).contains(&count) {
+        return Ok(());
+    }
+    Err(AppError::invalid(
+        code,
+        format!("`{list}` needs {min} to {max} items; it has {count}"),
+    ))
+}
