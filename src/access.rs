@@ -87,11 +87,20 @@ pub async fn person_access(
     session: &Session,
     user: &UserId,
 ) -> AppResult<Access> {
+    let grant = if &session.creator_id == user {
+        Sharing::None
+    } else {
+        sessions::grant_of(conn, &session.id, user).await?
+    };
+    Ok(access_of(session, user, grant))
+}
+
+/// A person's access given their grant on the session.
+fn access_of(session: &Session, user: &UserId, grant: Sharing) -> Access {
     if &session.creator_id == user {
-        return Ok(Access::Owner);
+        return Access::Owner;
     }
-    let grant = sessions::grant_of(conn, &session.id, user).await?;
-    Ok(Access::from(session.others_can.max(grant)))
+    Access::from(session.others_can.max(grant))
 }
 
 fn forbidden(message: &str) -> AppError {
@@ -123,6 +132,18 @@ pub async fn check(
     session: &Session,
     need: Need,
 ) -> AppResult<()> {
+    let grant = match caller {
+        Caller::Person(user) if user != &session.creator_id => {
+            sessions::grant_of(conn, &session.id, user).await?
+        }
+        _ => Sharing::None,
+    };
+    decide(caller, session, need, grant)
+}
+
+/// Decides `need` for `caller` on `session`; `grant` is a person's own
+/// grant on it (`Sharing::None` for anyone else).
+fn decide(caller: Caller<'_>, session: &Session, need: Need, grant: Sharing) -> AppResult<()> {
     let missing = || AppError::NotFound("session");
     match caller {
         Caller::Agent(own) if own != &session.id => Err(missing()),
@@ -145,7 +166,7 @@ pub async fn check(
             )),
         },
         Caller::Person(user) => {
-            let access = person_access(conn, session, user).await?;
+            let access = access_of(session, user, grant);
             if access == Access::None {
                 return Err(missing());
             }
@@ -160,7 +181,9 @@ pub async fn check(
     }
 }
 
-/// The session `id` if `caller` may do `need` with it.
+/// The session `id` if `caller` may do `need` with it. The session and a
+/// person's grant come from the auth cache while the auth epoch has not
+/// moved (archiving and every sharing change move it).
 pub async fn authorize(
     state: &AppState,
     caller: Caller<'_>,
@@ -168,8 +191,32 @@ pub async fn authorize(
     need: Need,
 ) -> AppResult<Session> {
     let id = SessionId::parse(id).ok_or(AppError::NotFound("session"))?;
-    let mut conn = state.db.read.acquire().await?;
-    let session = sessions::get_session(&mut conn, &id).await?;
-    check(&mut conn, caller, &session, need).await?;
+    let cache = &state.auth_cache;
+    let epoch = cache.epoch(&state.db).await;
+    let session = match cache.session(epoch, &id) {
+        Some(session) => session,
+        None => {
+            let session = sessions::get_session(&mut *state.db.read.acquire().await?, &id).await?;
+            cache.put_session(epoch, session.clone());
+            session
+        }
+    };
+    let person = match caller {
+        Caller::Person(user) if user != &session.creator_id => Some(user),
+        _ => None,
+    };
+    let grant = match person {
+        Some(user) => match cache.grant(epoch, &id, user) {
+            Some(grant) => grant,
+            None => {
+                let grant =
+                    sessions::grant_of(&mut *state.db.read.acquire().await?, &id, user).await?;
+                cache.put_grant(epoch, id.clone(), user.clone(), grant);
+                grant
+            }
+        },
+        None => Sharing::None,
+    };
+    decide(caller, &session, need, grant)?;
     Ok(session)
 }

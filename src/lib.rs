@@ -111,6 +111,8 @@ pub struct Inner {
     pub shown_once: web::ShownOnce,
     /// Open event streams and long-polls, capped per caller and address.
     pub open_streams: stream_limits::OpenStreams,
+    /// Who tokens, users and sessions are, checked against the auth epoch.
+    pub auth_cache: auth::AuthCache,
 }
 
 /// Shared, cheaply cloned application state.
@@ -127,6 +129,7 @@ impl AppState {
             metrics: ops::Metrics::default(),
             shown_once: web::ShownOnce::default(),
             open_streams: stream_limits::OpenStreams::default(),
+            auth_cache: auth::AuthCache::default(),
         }))
     }
 }

@@ -110,7 +110,9 @@ impl Metrics {
 /// Times every request into [`Metrics`].
 pub async fn measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let response = next.run(request).await;
+    // Noted as it arrives: the auth checks of this request trust what is
+    // cached only after an epoch read that started from now on.
+    let response = state.auth_cache.arrival(next.run(request)).await;
     state
         .metrics
         .observe(response.status(), started.elapsed().as_secs_f64());

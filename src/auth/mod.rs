@@ -1,6 +1,7 @@
 //! People and their credentials: users with argon2id passwords and roles,
 //! API tokens with scopes, and the `Principal` every API request resolves to.
 
+pub mod cache;
 pub mod passwords;
 mod principal;
 mod store;
@@ -10,6 +11,7 @@ use secrecy::SecretString;
 use serde::Serialize;
 use sqlx::AnyConnection;
 
+pub use cache::{AuthCache, bump_epoch};
 pub use principal::Principal;
 pub use store::TokenRow;
 use tokens::{API_TOKEN_PREFIX, TokenScopes};
@@ -117,6 +119,20 @@ pub async fn find_user_by_name(conn: &mut AnyConnection, name: &str) -> AppResul
 
 pub async fn find_user_by_id(conn: &mut AnyConnection, id: &UserId) -> AppResult<Option<User>> {
     Ok(store::find_user_by_id(conn, id).await?)
+}
+
+/// The user `id` as of this request, from the auth cache when the auth
+/// epoch has not moved (a disable or a role change moves it).
+pub async fn current_user(state: &crate::AppState, id: &UserId) -> AppResult<Option<User>> {
+    let epoch = state.auth_cache.epoch(&state.db).await;
+    if let Some(user) = state.auth_cache.user(epoch, id) {
+        return Ok(Some(user));
+    }
+    let user = store::find_user_by_id(&mut *state.db.read.acquire().await?, id).await?;
+    if let Some(user) = &user {
+        state.auth_cache.put_user(epoch, user.clone());
+    }
+    Ok(user)
 }
 
 /// The user named `name` with the PHC string of their password, for login.

@@ -61,7 +61,9 @@ impl FromRequestParts<AppState> for Principal {
 
 impl Principal {
     /// The principal of a bearer token, checked now: unknown, revoked, or
-    /// belonging to a disabled user or an archived session is `401`.
+    /// belonging to a disabled user or an archived session is `401`. A
+    /// known token is answered from the auth cache while the auth epoch
+    /// has not moved (see `cache.rs`).
     pub async fn resolve(state: &AppState, token: &str) -> Result<Self, AppError> {
         let invalid = || {
             unauthenticated(
@@ -69,28 +71,35 @@ impl Principal {
                 "the token is unknown or revoked, or its user or session is no longer active",
             )
         };
+        if !token.starts_with(API_TOKEN_PREFIX) && !token.starts_with(AGENT_TOKEN_PREFIX) {
+            return Err(invalid());
+        }
         let hash = tokens::hash(token);
+        let epoch = state.auth_cache.epoch(&state.db).await;
+        if let Some(principal) = state.auth_cache.token(epoch, &hash) {
+            return Ok(principal);
+        }
         let mut conn = state.db.read.acquire().await?;
-        if token.starts_with(API_TOKEN_PREFIX) {
+        let principal = if token.starts_with(API_TOKEN_PREFIX) {
             let owner = store::find_live_api_token(&mut conn, &hash)
                 .await?
                 .ok_or_else(invalid)?;
             // Scopes were validated when minted; a stored list that no longer
             // parses is treated as no token at all.
             let scopes = TokenScopes::parse(&owner.scopes).map_err(|_| invalid())?;
-            return Ok(Self::User {
+            Self::User {
                 user_id: owner.user_id,
                 role: owner.role,
                 scopes,
-            });
-        }
-        if token.starts_with(AGENT_TOKEN_PREFIX) {
+            }
+        } else {
             let session_id = sessions::find_live_agent_token(&mut conn, &hash)
                 .await?
                 .ok_or_else(invalid)?;
-            return Ok(Self::Agent { session_id });
-        }
-        Err(invalid())
+            Self::Agent { session_id }
+        };
+        state.auth_cache.put_token(epoch, hash, principal.clone());
+        Ok(principal)
     }
 }
 

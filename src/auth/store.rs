@@ -43,8 +43,8 @@ pub(super) async fn set_password_hash(
             "DELETE FROM web_sessions WHERE CAST(data AS jsonb) ->> 'user_id' = $1"
         }
     };
-    sqlx::query(sql).bind(id).execute(conn).await?;
-    Ok(())
+    sqlx::query(sql).bind(id).execute(&mut *conn).await?;
+    super::bump_epoch(conn).await
 }
 
 const USER_COLUMNS: &str = "id, name, role, disabled, created_at";
@@ -102,8 +102,9 @@ pub(super) async fn revoke_api_token(
         sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(now)
             .bind(id)
-            .execute(conn)
+            .execute(&mut *conn)
             .await?;
+    super::bump_epoch(conn).await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -172,9 +173,9 @@ pub(super) async fn set_disabled(
     sqlx::query("UPDATE users SET disabled = $1 WHERE id = $2")
         .bind(crate::db::Flag(disabled))
         .bind(id)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
-    Ok(())
+    super::bump_epoch(conn).await
 }
 
 pub(super) async fn set_role(
@@ -185,9 +186,9 @@ pub(super) async fn set_role(
     sqlx::query("UPDATE users SET role = $1 WHERE id = $2")
         .bind(role)
         .bind(id)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
-    Ok(())
+    super::bump_epoch(conn).await
 }
 
 pub(super) async fn active_admins(conn: &mut AnyConnection) -> sqlx::Result<i64> {

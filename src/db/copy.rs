@@ -32,9 +32,15 @@ const TABLES: &[(&str, &str)] = &[
 ];
 
 /// Not copied: browser sessions (people sign in again on the new
-/// database), rate-limit buckets (they refill within the hour), and each
-/// database's own migration bookkeeping.
-const SKIPPED: &[&str] = &["web_sessions", "rate_limits", "_sqlx_migrations"];
+/// database), rate-limit buckets (they refill within the hour), the auth
+/// epoch (a counter that only has to move on the database it belongs to)
+/// and each database's own migration bookkeeping.
+const SKIPPED: &[&str] = &[
+    "web_sessions",
+    "rate_limits",
+    "auth_epoch",
+    "_sqlx_migrations",
+];
 
 /// What a copy moved: rows per table, and the audit chain's head.
 #[derive(Debug, serde::Serialize)]

@@ -61,6 +61,8 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     let read = pool(8)
+        // A local file does not drop connections: no ping before each read.
+        .test_before_acquire(false)
         .connect_with(options)
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;

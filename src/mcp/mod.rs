@@ -24,10 +24,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::AppState;
 use crate::audit::ClientAddr;
-use crate::auth::tokens::{self, AGENT_TOKEN_PREFIX};
+use crate::auth::tokens::AGENT_TOKEN_PREFIX;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::sessions;
 use crate::widgets::delivery;
 
 use inflight::{CallKey, InFlight, Message, Peek};
@@ -209,8 +208,11 @@ async fn agent_session(state: &AppState, headers: &HeaderMap) -> AppResult<Sessi
         .map(str::trim)
         .filter(|t| t.starts_with(AGENT_TOKEN_PREFIX))
         .ok_or_else(invalid)?;
-    let mut conn = state.db.read.acquire().await?;
-    sessions::find_live_agent_token(&mut conn, &tokens::hash(token))
-        .await?
-        .ok_or_else(invalid)
+    match crate::auth::Principal::resolve(state, token).await {
+        Ok(crate::auth::Principal::Agent { session_id }) => Ok(session_id),
+        Ok(crate::auth::Principal::User { .. }) | Err(AppError::Unauthenticated { .. }) => {
+            Err(invalid())
+        }
+        Err(other) => Err(other),
+    }
 }

@@ -3,6 +3,7 @@
 use sqlx::AnyConnection;
 
 use super::{Session, Sharing};
+use crate::auth::bump_epoch;
 use crate::ids::SessionId;
 
 pub(super) async fn insert_session(conn: &mut AnyConnection, s: &Session) -> sqlx::Result<()> {
@@ -69,8 +70,9 @@ pub(super) async fn mark_archived(
         sqlx::query("UPDATE sessions SET archived_at = coalesce(archived_at, $1) WHERE id = $2")
             .bind(now)
             .bind(id)
-            .execute(conn)
+            .execute(&mut *conn)
             .await?;
+    bump_epoch(conn).await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -133,9 +135,9 @@ pub(super) async fn set_others_can(
     sqlx::query("UPDATE sessions SET others_can = $1 WHERE id = $2")
         .bind(to)
         .bind(session)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
-    Ok(())
+    bump_epoch(conn).await
 }
 
 pub(super) async fn set_grant(
@@ -148,7 +150,7 @@ pub(super) async fn set_grant(
         sqlx::query("DELETE FROM session_grants WHERE session_id = $1 AND user_id = $2")
             .bind(session)
             .bind(user)
-            .execute(conn)
+            .execute(&mut *conn)
             .await?;
     } else {
         sqlx::query(
@@ -158,10 +160,10 @@ pub(super) async fn set_grant(
         .bind(session)
         .bind(user)
         .bind(access)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
     }
-    Ok(())
+    bump_epoch(conn).await
 }
 
 /// Deletes every agent token of `session`; returns how many there were.
@@ -171,8 +173,9 @@ pub(super) async fn delete_agent_tokens(
 ) -> sqlx::Result<u64> {
     let done = sqlx::query("DELETE FROM agent_tokens WHERE session_id = $1")
         .bind(session)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
+    bump_epoch(conn).await?;
     Ok(done.rows_affected())
 }
 

@@ -73,7 +73,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             session.flush().await.map_err(session_error)?;
             return Err(login_required());
         }
-        let user = auth::find_user_by_id(&mut *state.db.read.acquire().await?, &user_id).await?;
+        let user = auth::current_user(state, &user_id).await?;
         let Some(user) = user.filter(|u| !u.disabled) else {
             session.flush().await.map_err(session_error)?;
             return Err(login_required());

@@ -140,10 +140,11 @@ async fn only_an_env_read_token_of_the_creator_reads_values() {
 
     // A revoked token stops working at once.
     let mut conn = app.state.db.write.acquire().await.unwrap();
-    sqlx::query("UPDATE api_tokens SET revoked_at = 1")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+    for token in widgetd::auth::list_api_tokens(&mut conn).await.unwrap() {
+        widgetd::auth::revoke_api_token(&mut conn, &token.id)
+            .await
+            .unwrap();
+    }
     drop(conn);
     assert_error(
         app.get(&path, &alice_all).await,

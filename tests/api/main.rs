@@ -2,6 +2,7 @@
 //! and the real `widgetd` binary where the command line is under test.
 
 mod approvals;
+mod auth_cache;
 mod authz;
 mod backend;
 mod backup;

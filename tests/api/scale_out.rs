@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::auth::Role;
 
-use crate::helpers::{Daemon, Scene, TestApp, scene, spawn_postgres_app};
+use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
 use crate::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
 
 /// Two daemons of one deployment: `a` and its peer `b`.
@@ -183,6 +183,49 @@ async fn concurrent_appends_from_two_daemons_keep_one_audit_chain() {
     let mut conn = b.state.db.read.acquire().await.unwrap();
     let verified = widgetd::audit::verify(&mut conn).await.unwrap();
     assert!(verified.is_ok(), "the chain forked: {verified:?}");
+}
+
+/// Each daemon caches who a token is and what it may do; what is taken
+/// away through one daemon is refused by the other from the next request.
+#[tokio::test]
+async fn a_credential_taken_away_on_one_daemon_is_refused_by_the_other_at_once() {
+    let (a, b) = two_daemons().await;
+    a.user("root", Role::Admin).await;
+    let alice = scene(&a, "alice").await;
+    let carol = scene(&a, "carol").await;
+    let widget = a
+        .pending_widget(&alice.agent, &alice.session, &["KEY"])
+        .await;
+    let widget = format!("/api/v1/widgets/{widget}");
+    let sharing = format!("/api/v1/sessions/{}/sharing", carol.session);
+    for _ in 0..2 {
+        assert_eq!(a.get(&widget, &alice.agent).await.status(), StatusCode::OK);
+        assert_eq!(a.get(&sharing, &carol.host).await.status(), StatusCode::OK);
+    }
+
+    // Alice's agent token, revoked through B.
+    let r = b
+        .client
+        .delete(format!(
+            "{}/api/v1/sessions/{}/agent-token",
+            b.url, alice.session
+        ))
+        .bearer_auth(&alice.host)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = a.get(&widget, &alice.agent).await;
+    assert_error(r, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
+
+    // Carol, disabled by an admin signed in on B.
+    let root = b.login("root").await;
+    let r = b
+        .post_form(&root, "/admin/users/disable", &[("name", "carol")])
+        .await;
+    assert!(r.status().is_redirection(), "{}", r.status());
+    let r = a.get(&sharing, &carol.host).await;
+    assert_error(r, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
 }
 
 #[tokio::test]
