@@ -527,6 +527,8 @@ const APP_JS: &str = concat!(
     include_str!("../../static/app.js"),
     include_str!("../../static/clarification/table.js"),
     include_str!("../../static/clarification/mapping.js"),
+    include_str!("../../static/clarification/ranking.js"),
+    include_str!("../../static/clarification/curation.js"),
 );
 
 /// `GET /static/…`: the stylesheet and script, compiled into the binary.

@@ -7,8 +7,10 @@
 
 mod card;
 mod choice;
+mod curation;
 mod items;
 mod mapping;
+mod ranking;
 mod table;
 pub mod types;
 
@@ -25,6 +27,8 @@ use crate::error::{AppError, AppResult};
 use types::{AnyType, Source};
 
 pub use choice::{Choice, ChoiceAnswer, ChoiceOption, ChoiceWidget};
+pub use curation::{Curation, CurationWidget};
+pub use ranking::{Ranking, RankingWidget};
 pub use table::{Table, TableWidget};
 pub use types::{ClarificationType, Mode, Part, Structured};
 
@@ -327,7 +331,7 @@ mod tests {
         {
             Err(AppError::Invalid { code, message } | AppError::BadRequest { code, message }) => {
                 assert!(
-                    !message.contains("curation") && !message.contains("SECRET"),
+                    !message.contains("sorting") && !message.contains("SECRET"),
                     "{message}"
                 );
                 code
@@ -356,7 +360,7 @@ mod tests {
             "invalid_question"
         );
         for widget in [
-            json!({ "type": "curation", "items": [] }),
+            json!({ "type": "sorting", "items": [] }),
             json!({ "type": "SECRET-type" }),
         ] {
             assert_eq!(

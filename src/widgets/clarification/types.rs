@@ -14,7 +14,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::choice::Choice;
+use super::curation::Curation;
 use super::mapping::Mapping;
+use super::ranking::Ranking;
 use super::table::Table;
 use crate::api::parse_value_at;
 use crate::error::{AppError, AppResult};
@@ -162,6 +164,8 @@ const TYPES: &[&dyn AnyType] = &[
     &Entry::<Choice>::NEW,
     &Entry::<Table>::NEW,
     &Entry::<Mapping>::NEW,
+    &Entry::<Ranking>::NEW,
+    &Entry::<Curation>::NEW,
 ];
 
 /// The type named `name`.
@@ -229,4 +233,10 @@ pub enum WidgetSchema {
     Table(<Table as ClarificationType>::Input),
     /// Connect each item of `left` to one of `right` (1 to 200 each).
     Mapping(<Mapping as ClarificationType>::Input),
+    /// Put 2 to 100 items in order, best first, or, with `tiers`, place
+    /// them in tiers.
+    Ranking(<Ranking as ClarificationType>::Input),
+    /// Prune a list of 1 to 500 items: the user keeps some and removes the
+    /// others, with a search and select-all per group.
+    Curation(<Curation as ClarificationType>::Input),
 }

@@ -6,7 +6,9 @@
 //! bad answers, and the XSS corpus. The helpers below serve them all.
 
 mod choice;
+mod curation;
 mod mapping;
+mod ranking;
 mod table;
 
 use reqwest::{Response, StatusCode};
@@ -124,7 +126,7 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
     // `widget` is one object per type that exists, each with its own
     // properties, its `type` among them.
     let text = schema.to_string();
-    for later in ["curation", "ranking", "tree", "annotation"] {
+    for later in ["tree", "annotation"] {
         assert!(
             !text.contains(&format!("\"{later}\"")),
             "{later} is offered: {schema}"
@@ -137,7 +139,13 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
         .collect();
     assert_eq!(
         types,
-        [&json!("choice"), &json!("table"), &json!("mapping")],
+        [
+            &json!("choice"),
+            &json!("table"),
+            &json!("mapping"),
+            &json!("ranking"),
+            &json!("curation")
+        ],
         "{schema}"
     );
     assert_eq!(
@@ -162,7 +170,7 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    for ty in ["curation", "ranking", "annotation", "no-such-type-7f3a"] {
+    for ty in ["sorting", "annotation", "no-such-type-7f3a"] {
         let body = json!({ "question": "Which?", "widget": { "type": ty, "items": [] } });
         let r = clarify(&app, &s.agent, &s.session, &body).await;
         let message = assert_error(
@@ -174,7 +182,7 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
         .await;
         assert_eq!(
             message,
-            "`widget.type` is one of `choice`, `table`, `mapping`"
+            "`widget.type` is one of `choice`, `table`, `mapping`, `ranking`, `curation`"
         );
         let result = call(&client, "request_clarification", body).await;
         assert_eq!(error_code(&result), "unknown_widget_type");
