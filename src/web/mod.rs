@@ -67,6 +67,7 @@ pub fn router() -> Router<AppState> {
             "/settings/password",
             get(account::view_settings_password_get).post(account::change_password_form),
         )
+        .route("/widgets/{id}", get(pages::view_widget_page_get))
         .route("/static/{name}", get(pages::static_file))
         .route("/admin/users", get(admin::view_users_get))
         .route("/admin/users/{action}", post(admin::change_user_form))

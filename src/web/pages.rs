@@ -262,6 +262,7 @@ async fn transcript_page(
         csrf: &user.csrf,
         can_answer: access >= Access::Prompt,
         vault: &vault,
+        standalone: false,
     };
     let (widget_error, reply_error) = match refused {
         Some(Refused::Widget(id, e)) => (Some((id, e)), None),
@@ -388,11 +389,94 @@ pub async fn view_widget_get(
         csrf: &user.csrf,
         can_answer: access >= Access::Prompt,
         vault: &vault,
+        standalone: false,
     };
     let fragment = WidgetFragment {
         w: views::widget_card(&row, &viewer, None)?,
     };
     Ok(fragment.into_response())
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "widget_page.html")]
+struct WidgetPage {
+    user: String,
+    csrf: String,
+    is_admin: bool,
+    session_id: String,
+    title: String,
+    w: WidgetCard,
+    /// The widget ended: the person can go back to where the agent runs.
+    done: bool,
+}
+
+/// `GET /widgets/{id}`: one widget alone on a page, the same form as in the
+/// transcript, for a person sent here from where the agent runs (MCP
+/// URL-mode elicitation). Only someone who may answer it in the transcript
+/// sees it: a view-only user is refused (403), anyone else finds nothing
+/// (404). A visitor who is not logged in logs in and comes straight back.
+pub async fn view_widget_page_get(
+    State(state): State<AppState>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let Some(user) = user else {
+        return Ok(to_login(&format!("/widgets/{}", id.as_str())));
+    };
+    Ok(widget_page(&state, &user, &id, None).await?.into_response())
+}
+
+/// A refused answer given on a widget's own page: the page again, the
+/// reason beside the inputs, every value field empty.
+pub async fn widget_page_refused(
+    state: &AppState,
+    user: &CurrentUser,
+    widget: &WidgetId,
+    err: AppError,
+) -> Response {
+    let (status, shown) = form_error(&err);
+    match widget_page(state, user, widget, Some(&shown)).await {
+        Ok(page) => (status, page).into_response(),
+        Err(_) => PageError(err).into_response(),
+    }
+}
+
+async fn widget_page(
+    state: &AppState,
+    user: &CurrentUser,
+    id: &WidgetId,
+    error: Option<&FormError>,
+) -> AppResult<WidgetPage> {
+    let row = widgets::get_widget(&mut *state.db.read.acquire().await?, id).await?;
+    // The same rule as the transcript's form: prompt access or more.
+    let session = access::authorize(
+        state,
+        Caller::Person(&user.id),
+        row.session_id.as_str(),
+        Need::Answer,
+    )
+    .await
+    .map_err(|err| match err {
+        AppError::NotFound(_) => AppError::NotFound("widget"),
+        other => other,
+    })?;
+    let vault = vault_of(state, &session).await?;
+    let viewer = Viewer {
+        csrf: &user.csrf,
+        can_answer: true,
+        vault: &vault,
+        standalone: true,
+    };
+    Ok(WidgetPage {
+        user: user.name.clone(),
+        csrf: user.csrf.clone(),
+        is_admin: user.role == crate::auth::Role::Admin,
+        session_id: session.id.to_string(),
+        title: session.title,
+        done: row.status != widgets::WidgetStatus::Pending,
+        w: views::widget_card(&row, &viewer, error)?,
+    })
 }
 
 #[derive(Template, WebTemplate)]

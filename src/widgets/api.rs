@@ -131,8 +131,19 @@ fn is_form(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
 }
 
-/// A form's fields (values wrapped as secrets) and its CSRF token.
-type FormFields = (Vec<(String, SecretString)>, Option<String>);
+/// A form's fields (values wrapped as secrets), its CSRF token, and where
+/// the browser goes back to.
+type FormFields = (Vec<(String, SecretString)>, Option<String>, Back);
+
+/// Where a person goes after answering with a form.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Back {
+    /// The transcript, at the answered card.
+    Transcript,
+    /// The widget's own page (`GET /widgets/{id}`), sent as the hidden
+    /// field `return_to=page`; it then says "You can return to your agent".
+    Page,
+}
 
 /// Reads a urlencoded body. Its values may be secrets: they are wrapped at
 /// once, and a malformed body is refused without quoting any of it.
@@ -143,15 +154,17 @@ fn form_fields(body: &[u8]) -> AppResult<FormFields> {
             message: "the form could not be read; reload the page and try again".into(),
         })?;
     let mut csrf = None;
+    let mut back = Back::Transcript;
     let mut fields = Vec::with_capacity(pairs.len());
     for (key, value) in pairs {
-        if key == "csrf_token" {
-            csrf = Some(value);
-        } else {
-            fields.push((key, SecretString::from(value)));
+        match key.as_str() {
+            "csrf_token" => csrf = Some(value),
+            "return_to" if value == "page" => back = Back::Page,
+            "return_to" => {}
+            _ => fields.push((key, SecretString::from(value))),
         }
     }
-    Ok((fields, csrf))
+    Ok((fields, csrf, back))
 }
 
 /// Refusals a person can act on (shown in the page), as opposed to not
@@ -164,13 +177,30 @@ fn refusal(err: &AppError) -> bool {
 }
 
 /// After a form post the browser goes back to the transcript, scrolled to
-/// the card it answered rather than to the top.
-fn answered(form: bool, view: WidgetView) -> Response {
-    if form {
-        let to = format!("/sessions/{}#w-{}", view.session_id, view.widget_id);
-        Redirect::to(&to).into_response()
-    } else {
-        Json(view).into_response()
+/// the card it answered rather than to the top, or to the widget's own page
+/// when it was answered there.
+fn answered(form: bool, back: Back, view: WidgetView) -> Response {
+    match (form, back) {
+        (true, Back::Page) => Redirect::to(&format!("/widgets/{}", view.widget_id)).into_response(),
+        (true, Back::Transcript) => {
+            let to = format!("/sessions/{}#w-{}", view.session_id, view.widget_id);
+            Redirect::to(&to).into_response()
+        }
+        (false, _) => Json(view).into_response(),
+    }
+}
+
+/// A refused form answer, shown where it was given.
+async fn refused(
+    state: &AppState,
+    user: &CurrentUser,
+    id: &WidgetId,
+    back: Back,
+    err: AppError,
+) -> Response {
+    match back {
+        Back::Page => pages::widget_page_refused(state, user, id, err).await,
+        Back::Transcript => pages::answer_refused(state, user, id, err).await,
     }
 }
 
@@ -187,10 +217,10 @@ async fn submit_widget(
 ) -> AppResult<Response> {
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
     let form = is_form(&headers);
-    let (fields, csrf) = if form {
+    let (fields, csrf, back) = if form {
         form_fields(&body)?
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, Back::Transcript)
     };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
     let row = get_widget(&mut *state.db.read.acquire().await?, &id).await?;
@@ -212,11 +242,9 @@ async fn submit_widget(
     };
     let answer = submit(&state, &row, &user.id, body, &client);
     match answer.await {
-        Ok(view) => Ok(answered(form, view)),
+        Ok(view) => Ok(answered(form, back, view)),
         // The person sees the form again with the reason beside it.
-        Err(err) if form && refusal(&err) => {
-            Ok(pages::answer_refused(&state, &user, &id, err).await)
-        }
+        Err(err) if form && refusal(&err) => Ok(refused(&state, &user, &id, back, err).await),
         Err(err) => Err(err),
     }
 }
@@ -261,10 +289,10 @@ async fn dismiss_widget_form(
     body: Bytes,
 ) -> AppResult<Response> {
     let form = is_form(&headers);
-    let (fields, csrf) = if form {
+    let (fields, csrf, back) = if form {
         form_fields(&body)?
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, Back::Transcript)
     };
     check_csrf(&state, &headers, &user, csrf.as_deref())?;
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
@@ -273,10 +301,8 @@ async fn dismiss_widget_form(
         dismiss_widget(&state, &id, &user.id, note, &client).await
     };
     match dismissed.await {
-        Ok(view) => Ok(answered(form, view)),
-        Err(err) if form && refusal(&err) => {
-            Ok(pages::answer_refused(&state, &user, &id, err).await)
-        }
+        Ok(view) => Ok(answered(form, back, view)),
+        Err(err) if form && refusal(&err) => Ok(refused(&state, &user, &id, back, err).await),
         Err(err) => Err(err),
     }
 }

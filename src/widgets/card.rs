@@ -52,6 +52,9 @@ pub struct Card<'a> {
     /// The viewer may submit and dismiss.
     pub can_answer: bool,
     pub vault: &'a Vault,
+    /// Drawn on its own page (`GET /widgets/{id}`): its forms come back
+    /// there, not to the transcript.
+    pub standalone: bool,
 }
 
 impl Card<'_> {
@@ -132,6 +135,8 @@ pub struct Viewer<'a> {
     pub can_answer: bool,
     /// The vault the session's answers go to.
     pub vault: &'a Vault,
+    /// The card is alone on its page, not in the transcript.
+    pub standalone: bool,
 }
 
 /// The inside of `widget`'s card as `viewer` sees it, drawn by its kind;
@@ -162,6 +167,7 @@ pub fn render_widget(
         csrf: viewer.csrf,
         can_answer: viewer.can_answer,
         vault: viewer.vault,
+        standalone: viewer.standalone,
     };
     loaded.render(&card)
 }

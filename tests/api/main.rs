@@ -15,6 +15,7 @@ mod corruption;
 mod db_copy;
 mod demo;
 mod dismiss;
+mod elicitation;
 mod env_api;
 mod exec;
 mod faults;
