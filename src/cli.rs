@@ -167,6 +167,12 @@ pub struct ServeArgs {
     /// answers to; loopback and the public URL's host are always allowed.
     #[arg(long, env = "WIDGETD_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
     pub mcp_allowed_hosts: Vec<String>,
+    /// Which MCP elicitation modes /mcp may use with a client that declares
+    /// them: `url` (request_env_vars sends the person to the widget's own
+    /// page), `form` (questions answered in the client), `both` or `off`
+    /// (every answer in the transcript). A session can narrow this further.
+    #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "both")]
+    pub elicitation: crate::mcp::Elicitation,
     /// Run the built-in demo agent: creates the user `demo` and a demo
     /// session and walks through each widget. Only on an empty data dir
     /// (or one an earlier --demo made).

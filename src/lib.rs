@@ -63,6 +63,8 @@ pub struct Settings {
     pub mcp_allowed_hosts: Vec<String>,
     /// The first webhook retry waits this long; later ones longer.
     pub webhook_retry_base_ms: i64,
+    /// The MCP elicitation modes `/mcp` may use (`serve --elicitation`).
+    pub elicitation: mcp::Elicitation,
 }
 
 impl Settings {
@@ -87,6 +89,7 @@ impl Settings {
             widget_ttl_ms: 7 * 24 * 3600 * 1000,
             mcp_allowed_hosts: hosts,
             webhook_retry_base_ms: 5000,
+            elicitation: mcp::Elicitation::Both,
         }
     }
 

@@ -7,8 +7,12 @@
 //! each POST is answered on its own, and nothing about the agent outlives
 //! the request except what the tools write to the database.
 
+mod elicit;
 mod inflight;
+mod modes;
 mod tools;
+
+pub use modes::Elicitation;
 
 use std::sync::Arc;
 

@@ -4,23 +4,29 @@
 //! the REST API's stable error code.
 
 use axum::http::request::Parts;
+use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitResult, ElicitationAction,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
+};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::AgentSession;
 use super::inflight::CallKey;
+use super::{AgentSession, Elicitation, elicit};
 use crate::AppState;
 use crate::access::{self, Caller, Need};
 use crate::api::parse_value;
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
+use crate::sessions;
 use crate::widgets::{
-    self, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId, WidgetView,
+    self, AnswerBody, Approval, Ask, AskUser, Cause, Clarification, Created, EnvVars, Request,
+    WidgetId, WidgetStatus, WidgetView,
 };
 
 /// The MCP server: one per request (stateless), sharing the app state.
@@ -43,14 +49,23 @@ impl AgentTools {
     }
 
     /// Every widget tool: the arguments parsed and validated as the REST
-    /// twin's body, the widget created in the caller's session, then the
-    /// answer waited for when `wait_seconds` asks for it.
+    /// twin's body, the widget created in the caller's session, then either
+    /// one elicitation for the agent's client to show (see [`elicit`]) or
+    /// the answer waited for when `wait_seconds` asks for it. A retry that
+    /// echoes a `requestState` continues the widget it names instead.
     async fn create<R: Request>(
         &self,
         ctx: &RequestContext<RoleServer>,
         args: JsonObject,
-    ) -> AppResult<Value> {
+        retry: Retry,
+    ) -> AppResult<Reply> {
         let (params, wait) = widgets::validate::<R>(parse_args(args)?)?;
+        if let Some(handle) = retry.state {
+            return Ok(Reply::Done(
+                self.resume::<R>(ctx, &handle, retry.responses, wait)
+                    .await?,
+            ));
+        }
         let agent = caller(ctx)?;
         let actor = Actor::Agent(agent.session_id.clone());
         let cause = Cause {
@@ -58,7 +73,151 @@ impl AgentTools {
             client: &agent.client,
         };
         let created = widgets::create::<R>(&self.state, &agent.session_id, params, cause).await?;
-        self.wait(ctx, created, wait).await
+        if created.status == WidgetStatus::Pending
+            && let Some(request) = self.elicitation(ctx, &created.widget_id).await?
+        {
+            let mut requests = InputRequests::new();
+            requests.insert(
+                elicit::INPUT_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(request)),
+            );
+            let handle = created.widget_id.as_str().to_owned();
+            return Ok(Reply::Input(InputRequiredResult::new(
+                Some(requests),
+                Some(handle),
+            )));
+        }
+        Ok(Reply::Done(self.wait(ctx, created, wait).await?))
+    }
+
+    /// The modes this call may use: the daemon's and the session's setting,
+    /// and what the client declares in a 2026-07-28 request. Older protocol
+    /// versions get none: `/mcp` is stateless, so it has no session to send
+    /// a request to the client on (see `docs/api.md`).
+    async fn modes(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Elicitation> {
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let declared = match ctx.client_capabilities().and_then(|c| c.elicitation) {
+            Some(e) if modern => Elicitation::from_flags(
+                e.url.is_some(),
+                // An empty `elicitation: {}` declares form mode (2025-11-25).
+                e.form.is_some() || e.url.is_none(),
+            ),
+            _ => Elicitation::Off,
+        };
+        if declared == Elicitation::Off {
+            return Ok(declared);
+        }
+        let agent = caller(ctx)?;
+        let session =
+            sessions::elicitation(&mut *self.state.db.read.acquire().await?, &agent.session_id)
+                .await?;
+        Ok(declared.and(session).and(self.state.settings.elicitation))
+    }
+
+    /// The elicitation for a new pending widget, if this call may use one:
+    /// URL mode for env vars, form mode for questions.
+    async fn elicitation(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        id: &WidgetId,
+    ) -> AppResult<Option<rmcp::model::ElicitRequestParams>> {
+        let modes = self.modes(ctx).await?;
+        if modes == Elicitation::Off {
+            return Ok(None);
+        }
+        let row = widgets::get_widget(&mut *self.state.db.read.acquire().await?, id).await?;
+        Ok(match row.kind.as_str() {
+            EnvVars::NAME if modes.url() => {
+                elicit::url_request(&self.state.settings.public_url, &row)
+            }
+            EnvVars::NAME => None,
+            _ if modes.form() => elicit::form_request(&row),
+            _ => None,
+        })
+    }
+
+    /// A retry: the client showed the elicitation and sends what came of
+    /// it. An accepted form is the answer, recorded as if the session's
+    /// creator had given it in the transcript (same checks, audit row and
+    /// prompt); a transcript answer that came first wins and this call gets
+    /// the terminal state. Anything else (declined, cancelled, refused, a
+    /// URL opened) leaves the widget as it is, answered in the transcript
+    /// or the page, and the call returns its state as a first call would.
+    async fn resume<R: Request>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        handle: &str,
+        responses: Option<InputResponses>,
+        wait: u64,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let unknown = || AppError::BadRequest {
+            code: "invalid_request_state",
+            message: "`requestState` names no widget of this call in this session; call the \
+                      tool again without it"
+                .into(),
+        };
+        let id = WidgetId::parse(handle).ok_or_else(unknown)?;
+        let row = match widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await {
+            Ok(row) => row,
+            Err(AppError::NotFound(_)) => return Err(unknown()),
+            Err(err) => return Err(err),
+        };
+        if row.session_id != agent.session_id
+            || !<R::Kind as widgets::Kind>::NAMES.contains(&row.kind.as_str())
+        {
+            return Err(unknown());
+        }
+        let response = responses
+            .as_ref()
+            .and_then(|r| r.get(elicit::INPUT_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        let mut refused = None;
+        let mut ended = row.status != WidgetStatus::Pending;
+        if let Some(ElicitResult {
+            action: ElicitationAction::Accept,
+            content: Some(content),
+            ..
+        }) = response
+            && row.status == WidgetStatus::Pending
+            && row.kind != EnvVars::NAME
+            && self.modes(ctx).await?.form()
+            && let Some(body) = elicit::answer_body(&row, &content)
+        {
+            let creator =
+                sessions::get_session(&mut *self.state.db.read.acquire().await?, &agent.session_id)
+                    .await?
+                    .creator_id;
+            let bytes = serde_json::to_vec(&body).map_err(anyhow::Error::from)?;
+            let answer = AnswerBody::Json(bytes.into());
+            match widgets::submit(&self.state, &row, &creator, answer, &agent.client).await {
+                // Answered here, or in the transcript first: either way the
+                // widget ended, and its state is what this call returns.
+                Ok(_) | Err(AppError::WidgetNotPending(_)) => ended = true,
+                Err(err @ AppError::Invalid { .. }) => refused = Some(err),
+                Err(err) => return Err(err),
+            }
+        }
+        let pending = Created {
+            widget_id: id,
+            status: WidgetStatus::Pending,
+        };
+        if ended {
+            // The widget ended: the wait returns as soon as its end can be
+            // read (a transcript answer that won may still be committing).
+            return self.wait(ctx, pending, widgets::MAX_WAIT_SECS).await;
+        }
+        let mut body = self.wait(ctx, pending, wait).await?;
+        if let Some(err) = refused {
+            let (_, shown) = err.to_body();
+            body["elicitation"] = json!({
+                "refused": shown["error"]["code"],
+                "message": "the answer given in the client was refused; the question stays open in the transcript",
+            });
+        }
+        Ok(body)
     }
 
     /// Waits for the answer unless the caller goes away first: rmcp keeps
@@ -129,9 +288,12 @@ impl AgentTools {
     async fn request_env_vars(
         &self,
         Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        respond(self.create::<EnvVars>(&ctx, args).await)
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(self.create::<EnvVars>(&ctx, args, retry).await)
     }
 
     /// Ask the user 1 to 4 multiple-choice questions, shown as a form in the
@@ -150,9 +312,12 @@ impl AgentTools {
     async fn ask_user(
         &self,
         Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        respond(self.create::<AskUser>(&ctx, args).await)
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(self.create::<AskUser>(&ctx, args, retry).await)
     }
 
     /// Ask the user one simple question: `confirm` (Yes / No by default),
@@ -163,9 +328,12 @@ impl AgentTools {
     async fn ask(
         &self,
         Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        respond(self.create::<Ask>(&ctx, args).await)
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(self.create::<Ask>(&ctx, args, retry).await)
     }
 
     /// Ask the user before running a tool: they see the tool and its input
@@ -178,9 +346,12 @@ impl AgentTools {
     async fn request_approval(
         &self,
         Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        respond(self.create::<Approval>(&ctx, args).await)
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(self.create::<Approval>(&ctx, args, retry).await)
     }
 
     /// Ask the user a clarifying question when a request is ambiguous, with
@@ -207,9 +378,12 @@ impl AgentTools {
     async fn request_clarification(
         &self,
         Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        respond(self.create::<Clarification>(&ctx, args).await)
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(self.create::<Clarification>(&ctx, args, retry).await)
     }
 
     /// The current state of a widget you created in this session: its
@@ -280,6 +454,35 @@ fn gone() -> AppError {
     AppError::Conflict {
         code: "request_cancelled",
         message: "the caller cancelled the request; the answer stays queued as a prompt".into(),
+    }
+}
+
+/// What a retry of a widget tool brings back (2026-07-28).
+struct Retry {
+    /// The `requestState` echoed: the widget's id.
+    state: Option<String>,
+    /// The client's responses to the elicitation, keyed as asked.
+    responses: Option<InputResponses>,
+}
+
+/// What a widget tool answers: its result, or an elicitation for the
+/// client to show first.
+enum Reply {
+    Done(Value),
+    Input(InputRequiredResult),
+}
+
+impl From<Value> for Reply {
+    fn from(value: Value) -> Self {
+        Self::Done(value)
+    }
+}
+
+fn reply(result: AppResult<Reply>) -> CallToolResponse {
+    match result {
+        Ok(Reply::Input(input)) => CallToolResponse::InputRequired(input),
+        Ok(Reply::Done(value)) => respond(Ok(value)).into(),
+        Err(err) => respond(Err(err)).into(),
     }
 }
 

@@ -39,6 +39,10 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 struct CreateSessionBody {
     title: Option<String>,
+    /// The MCP elicitation modes this session allows (`off`, `url`,
+    /// `form`, `both`); the daemon's `--elicitation` narrows it further.
+    #[serde(default)]
+    elicitation: Option<crate::mcp::Elicitation>,
 }
 
 /// The answer to a session creation, shared by the API and the CLI.
@@ -61,6 +65,10 @@ async fn create_session_api(
     let title = parse_title(body.title.as_deref())?;
     let mut tx = state.db.begin_write().await?;
     let new = create_session(&mut tx, creator, title).await?;
+    let modes = body.elicitation.unwrap_or_default();
+    if let Some(modes) = body.elicitation {
+        super::set_elicitation(&mut tx, &new.session.id, modes).await?;
+    }
     let entry = Entry {
         action: "session.create",
         session: Some(&new.session.id),
@@ -68,7 +76,10 @@ async fn create_session_api(
     };
     crate::audit::append(&mut tx, &Actor::User(creator.clone()), &client, entry).await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, Json(new_session_json(&state, &new))))
+    let mut answer = new_session_json(&state, &new);
+    // What `/mcp` will use with a client that declares it.
+    answer["elicitation"] = json!(modes.and(state.settings.elicitation));
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 /// The sharing as JSON: `{"others_can", "grants": {name: access}}`.

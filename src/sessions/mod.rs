@@ -100,6 +100,24 @@ pub async fn create_session(
     })
 }
 
+/// Narrows the MCP elicitation modes of a session (set at its creation).
+pub async fn set_elicitation(
+    conn: &mut AnyConnection,
+    id: &SessionId,
+    modes: crate::mcp::Elicitation,
+) -> AppResult<()> {
+    Ok(store::set_elicitation(conn, id, modes).await?)
+}
+
+/// The MCP elicitation modes a session allows: its own setting, or all
+/// (`both`) when it has none; the daemon's setting narrows it further.
+pub async fn elicitation(
+    conn: &mut AnyConnection,
+    id: &SessionId,
+) -> AppResult<crate::mcp::Elicitation> {
+    Ok(store::elicitation(conn, id).await?.unwrap_or_default())
+}
+
 /// The session `id`, or 404.
 pub async fn get_session(conn: &mut AnyConnection, id: &SessionId) -> AppResult<Session> {
     store::find_session(conn, id)

@@ -5,6 +5,7 @@ use sqlx::AnyConnection;
 use super::{Session, Sharing};
 use crate::auth::bump_epoch;
 use crate::ids::SessionId;
+use crate::mcp::Elicitation;
 
 pub(super) async fn insert_session(conn: &mut AnyConnection, s: &Session) -> sqlx::Result<()> {
     sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES ($1, $2, $3, $4)")
@@ -198,4 +199,28 @@ pub(super) async fn all(conn: &mut AnyConnection) -> sqlx::Result<Vec<super::Ses
     )
     .fetch_all(conn)
     .await
+}
+
+pub(super) async fn set_elicitation(
+    conn: &mut AnyConnection,
+    id: &SessionId,
+    modes: Elicitation,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sessions SET elicitation = $1 WHERE id = $2")
+        .bind(modes)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn elicitation(
+    conn: &mut AnyConnection,
+    id: &SessionId,
+) -> sqlx::Result<Option<Elicitation>> {
+    sqlx::query_scalar("SELECT elicitation FROM sessions WHERE id = $1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map(Option::flatten)
 }

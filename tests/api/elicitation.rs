@@ -2,11 +2,23 @@
 //! client's URL-mode elicitation sends the person, and the elicitation
 //! modes an agent's client is offered.
 
+use std::sync::Arc;
+
 use reqwest::StatusCode;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    ProtocolVersion, UrlElicitationCapability,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use tokio::sync::{Mutex, mpsc};
 use widgetd::auth::Role;
 
-use crate::helpers::{TestApp, canary, scene, spawn_app};
+use crate::helpers::{TestApp, canary, scene, spawn_app, spawn_app_with};
 use crate::webdriver::{Chrome, wait_for};
 
 async fn share(app: &TestApp, host: &str, session: &str, body: Value) {
@@ -169,7 +181,11 @@ async fn a_widget_page_refused_answer_stays_on_the_page_and_login_goes_nowhere_e
         .post_form(
             &browser,
             &format!("/widgets/{id}/submit"),
-            &[("value.PAGE_KEY", ""), ("scope", "session"), ("return_to", "page")],
+            &[
+                ("value.PAGE_KEY", ""),
+                ("scope", "session"),
+                ("return_to", "page"),
+            ],
         )
         .await;
     assert!(r.status().is_client_error(), "{}", r.status());
@@ -204,10 +220,594 @@ async fn a_widget_page_refused_answer_stays_on_the_page_and_login_goes_nowhere_e
         let r = app
             .client
             .post(format!("{}/login", app.url))
-            .form(&[("username", "alice"), ("password", crate::helpers::PASSWORD), ("next", next)])
+            .form(&[
+                ("username", "alice"),
+                ("password", crate::helpers::PASSWORD),
+                ("next", next),
+            ])
             .send()
             .await
             .unwrap();
         assert_eq!(r.headers()["location"].to_str().unwrap(), "/", "{next}");
     }
+}
+
+/// A person at an MCP client: declares `modes`, tells the test what it was
+/// asked, and answers what the test hands it.
+#[derive(Clone)]
+struct Person {
+    capabilities: ClientCapabilities,
+    asked: mpsc::UnboundedSender<ElicitRequestParams>,
+    answers: Arc<Mutex<mpsc::UnboundedReceiver<ElicitResult>>>,
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(self.capabilities.clone(), Implementation::default())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.send(request).unwrap();
+        let answer = self.answers.lock().await.recv().await;
+        Ok(answer.unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel)))
+    }
+}
+
+/// The client side of a test: what was asked, and where answers go.
+struct Desk {
+    client: RunningService<RoleClient, Person>,
+    asked: mpsc::UnboundedReceiver<ElicitRequestParams>,
+    answers: mpsc::UnboundedSender<ElicitResult>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Declares {
+    Nothing,
+    Form,
+    Url,
+    Both,
+}
+
+/// Connects an MCP client declaring `declares`, speaking 2026-07-28
+/// (`modern`) or 2025-11-25 (`initialize`).
+async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> Desk {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = match declares {
+        Declares::Nothing => None,
+        Declares::Form => {
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()))
+        }
+        Declares::Url => {
+            Some(ElicitationCapability::new().with_url(UrlElicitationCapability::new()))
+        }
+        Declares::Both => Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        ),
+    };
+    let (asked_tx, asked) = mpsc::unbounded_channel();
+    let (answers, answers_rx) = mpsc::unbounded_channel();
+    let person = Person {
+        capabilities,
+        asked: asked_tx,
+        answers: Arc::new(Mutex::new(answers_rx)),
+    };
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url))
+        .auth_header(agent);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        person
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap()
+    } else {
+        person.serve(transport).await.unwrap()
+    };
+    Desk {
+        client,
+        asked,
+        answers,
+    }
+}
+
+async fn call(desk: &Desk, tool: &'static str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("tool arguments are a JSON object");
+    };
+    let result = desk
+        .client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.expect("structured content")
+}
+
+fn accept(content: Value) -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Accept).with_content(content)
+}
+
+/// The actors of the audit rows of `action` for `widget`, as user names.
+async fn audited(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT u.name FROM audit_log a JOIN users u ON a.actor = 'user:' || u.id
+         WHERE a.action = $1 AND a.widget_id = $2 ORDER BY a.id",
+    )
+    .bind(action)
+    .bind(widget)
+    .fetch_all(&app.state.db.read)
+    .await
+    .unwrap()
+}
+
+const CONFIRM: fn() -> Value = || json!({ "question": "Deploy now?" });
+
+#[tokio::test]
+async fn each_capability_and_version_gets_its_elicitation() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    for modern in [false, true] {
+        for declares in [
+            Declares::Nothing,
+            Declares::Form,
+            Declares::Url,
+            Declares::Both,
+        ] {
+            let what = format!("{declares:?}, 2026-07-28: {modern}");
+            let mut desk = desk(&app, &alice.agent, declares, modern).await;
+            let form = modern && matches!(declares, Declares::Form | Declares::Both);
+            let url = modern && matches!(declares, Declares::Url | Declares::Both);
+
+            // A secret: URL mode (never a form), the widget's own page.
+            desk.answers
+                .send(ElicitResult::new(ElicitationAction::Accept))
+                .unwrap();
+            let body = call(
+                &desk,
+                "request_env_vars",
+                json!({ "names": ["K"], "reason": "to test" }),
+            )
+            .await;
+            let id = body["widget_id"].as_str().unwrap().to_owned();
+            assert_eq!(body["status"], "pending", "{what}: {body}");
+            match desk.asked.try_recv() {
+                Ok(ElicitRequestParams::UrlElicitationParams {
+                    url: page, message, ..
+                }) => {
+                    assert!(url, "{what}: URL mode without the capability");
+                    assert_eq!(page, format!("{}/widgets/{id}", app.url), "{what}");
+                    assert!(
+                        !page.contains(&alice.agent) && !page.contains('?'),
+                        "{what}"
+                    );
+                    assert!(message.contains('K'), "{what}: {message}");
+                }
+                Ok(other) => panic!("{what}: env vars asked as {other:?}"),
+                Err(_) => {
+                    assert!(!url, "{what}: no URL elicitation");
+                    // Nothing was asked: the answer handed over is not used.
+                    let _ = desk
+                        .answers
+                        .send(ElicitResult::new(ElicitationAction::Cancel));
+                }
+            }
+            assert_eq!(
+                widget_status(&app, &alice.agent, &id).await,
+                "pending",
+                "{what}"
+            );
+
+            // A question: form mode, answered in the client.
+            let mut desk = self::desk(&app, &alice.agent, declares, modern).await;
+            desk.answers
+                .send(accept(json!({ "answer.0": "Yes" })))
+                .unwrap();
+            let body = call(&desk, "ask", CONFIRM()).await;
+            let id = body["widget_id"].as_str().unwrap().to_owned();
+            match desk.asked.try_recv() {
+                Ok(ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                }) => {
+                    assert!(form, "{what}: form mode without the capability");
+                    assert_eq!(message, "Deploy now?");
+                    let schema = serde_json::to_value(&requested_schema).unwrap();
+                    assert_eq!(
+                        schema["properties"]["answer.0"]["enum"],
+                        json!(["Yes", "No"]),
+                        "{what}: {schema}"
+                    );
+                    assert_eq!(body["status"], "submitted", "{what}: {body}");
+                    assert_eq!(body["answers"], json!({ "Deploy now?": "Yes" }), "{what}");
+                    assert_eq!(
+                        body["result"]["answered_by"], "alice",
+                        "{what}: the creator"
+                    );
+                    assert_eq!(
+                        audited(&app, "widget.submit", &id).await,
+                        vec!["alice".to_owned()],
+                        "{what}: one audit row, by the session's creator"
+                    );
+                }
+                Ok(other) => panic!("{what}: a question asked as {other:?}"),
+                Err(_) => {
+                    assert!(!form, "{what}: no form elicitation");
+                    assert_eq!(body["status"], "pending", "{what}: {body}");
+                    assert_eq!(widget_status(&app, &alice.agent, &id).await, "pending");
+                }
+            }
+        }
+    }
+}
+
+/// Calls `tool` with a form-declaring 2026-07-28 client that answers with
+/// `answer`; returns the form's schema and the tool's result.
+async fn answered_in_the_client(
+    app: &TestApp,
+    agent: &str,
+    tool: &'static str,
+    args: Value,
+    answer: ElicitResult,
+) -> (Value, Value) {
+    let mut desk = desk(app, agent, Declares::Form, true).await;
+    desk.answers.send(answer).unwrap();
+    let body = call(&desk, tool, args).await;
+    let Ok(ElicitRequestParams::FormElicitationParams {
+        requested_schema, ..
+    }) = desk.asked.try_recv()
+    else {
+        panic!("{tool}: no form elicitation");
+    };
+    (serde_json::to_value(&requested_schema).unwrap(), body)
+}
+
+#[tokio::test]
+async fn every_question_kind_maps_to_a_form_and_its_answer_is_checked_as_in_the_transcript() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    let agent = &alice.agent;
+
+    let ask_user = json!({ "questions": [
+        { "question": "Which database?", "header": "DB",
+          "options": [{ "label": "SQLite" }, { "label": "Postgres", "value": "pg" }] },
+        { "question": "Regions?", "header": "Regions", "multi_select": true,
+          "options": [{ "label": "EU" }, { "label": "US" }, { "label": "APAC" }] },
+    ] });
+    let (schema, body) = answered_in_the_client(
+        &app,
+        agent,
+        "ask_user",
+        ask_user.clone(),
+        accept(json!({ "answer.0": "Postgres", "answer.1": ["EU", "APAC"], "other.1": "", "extra": "x" })),
+    )
+    .await;
+    assert_eq!(
+        schema["properties"]["answer.1"]["type"], "array",
+        "{schema}"
+    );
+    assert_eq!(
+        schema["properties"]["other.0"]["type"], "string",
+        "{schema}"
+    );
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["answers"],
+        json!({ "Which database?": "pg", "Regions?": ["EU", "APAC"] })
+    );
+
+    // A label that is not an option is refused as in the transcript: the
+    // question stays open there, and the call says so without the label.
+    let (_, body) = answered_in_the_client(
+        &app,
+        agent,
+        "ask_user",
+        ask_user,
+        accept(json!({ "answer.0": "Oracle-canary", "answer.1": ["EU"] })),
+    )
+    .await;
+    assert_eq!(body["status"], "pending", "{body}");
+    assert_eq!(body["elicitation"]["refused"], "unknown_option", "{body}");
+    assert!(!body.to_string().contains("Oracle-canary"), "{body}");
+
+    let approval =
+        json!({ "tool": "Bash", "input": { "command": "make deploy" }, "reason": "ship it" });
+    let (schema, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_approval",
+        approval,
+        accept(json!({ "decision": "deny", "reason": "not on Fridays" })),
+    )
+    .await;
+    assert_eq!(schema["required"], json!(["decision"]), "{schema}");
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(body["result"]["decision"], "deny", "{body}");
+    assert_eq!(body["result"]["reason"], "not on Fridays", "{body}");
+    assert_eq!(body["result"]["answered_by"], "alice", "{body}");
+
+    let choice = json!({ "question": "Which regions?", "widget": {
+        "type": "choice", "multi_select": true,
+        "options": [{ "label": "EU" }, { "label": "US" }] } });
+    let (schema, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_clarification",
+        choice,
+        accept(json!({ "selected": ["US"], "freeform": "US only, for now" })),
+    )
+    .await;
+    assert_eq!(
+        schema["properties"]["selected"]["items"]["enum"],
+        json!(["EU", "US"])
+    );
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["result"]["structured"],
+        json!({ "selected": ["US"] }),
+        "{body}"
+    );
+    assert_eq!(body["result"]["freeform"], "US only, for now", "{body}");
+}
+
+#[tokio::test]
+async fn a_declined_or_cancelled_form_leaves_the_question_to_the_transcript() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
+        let (_, body) = answered_in_the_client(
+            &app,
+            &alice.agent,
+            "ask",
+            CONFIRM(),
+            ElicitResult::new(action.clone()),
+        )
+        .await;
+        assert_eq!(body["status"], "pending", "{action:?}: {body}");
+        let id = body["widget_id"].as_str().unwrap();
+        assert!(audited(&app, "widget.submit", id).await.is_empty());
+        let r = app
+            .post_form(
+                &browser,
+                &format!("/widgets/{id}/submit"),
+                &[("answer.0", "No")],
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{action:?}");
+        assert_eq!(widget_status(&app, &alice.agent, id).await, "submitted");
+    }
+    // With `wait_seconds`, a declined form waits for the transcript's answer.
+    let mut desk = desk(&app, &alice.agent, Declares::Form, true).await;
+    desk.answers
+        .send(ElicitResult::new(ElicitationAction::Decline))
+        .unwrap();
+    let waiting = tokio::spawn(async move {
+        let body = call(
+            &desk,
+            "ask",
+            json!({ "question": "Ship?", "wait_seconds": 30 }),
+        )
+        .await;
+        (body, desk.asked.try_recv().is_ok())
+    });
+    let id = loop {
+        let pending: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM widgets WHERE status = 'pending' ORDER BY created_at DESC LIMIT 1",
+        )
+        .fetch_optional(&app.state.db.read)
+        .await
+        .unwrap();
+        if let Some(id) = pending {
+            break id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // The call is still waiting after the decline: answer in the transcript.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("answer.0", "Yes")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let (body, asked) = waiting.await.unwrap();
+    assert!(asked);
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(body["answers"], json!({ "Ship?": "Yes" }));
+}
+
+/// The id of the newest widget of the app.
+async fn newest_widget(app: &TestApp) -> String {
+    sqlx::query_scalar("SELECT id FROM widgets ORDER BY created_at DESC, id DESC LIMIT 1")
+        .fetch_one(&app.state.db.read)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_transcript_answer_and_a_client_answer_race_and_one_wins() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+
+    // The transcript first: the client's answer arrives too late, and its
+    // call gets the transcript's answer.
+    let mut desk = desk(&app, &alice.agent, Declares::Form, true).await;
+    let answers = desk.answers.clone();
+    let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
+    let call_task = tokio::spawn(async move { call(&desk, "ask", CONFIRM()).await });
+    asked.recv().await.expect("the form was shown");
+    let id = newest_widget(&app).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("answer.0", "No")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    answers.send(accept(json!({ "answer.0": "Yes" }))).unwrap();
+    let body = call_task.await.unwrap();
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["answers"],
+        json!({ "Deploy now?": "No" }),
+        "the first answer"
+    );
+    assert_eq!(
+        audited(&app, "widget.submit", &id).await,
+        vec!["alice".to_owned()]
+    );
+
+    // The client first: the transcript's answer is refused.
+    let (_, body) = answered_in_the_client(
+        &app,
+        &alice.agent,
+        "ask",
+        CONFIRM(),
+        accept(json!({ "answer.0": "Yes" })),
+    )
+    .await;
+    let id = body["widget_id"].as_str().unwrap().to_owned();
+    assert_eq!(body["answers"], json!({ "Deploy now?": "Yes" }));
+    let r = app
+        .post_json_as(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &json!({ "answer.0": "No" }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(
+        audited(&app, "widget.submit", &id).await,
+        vec!["alice".to_owned()]
+    );
+
+    // Both at once, many times: exactly one answer each time.
+    for round in 0..8 {
+        let mut desk = self::desk(&app, &alice.agent, Declares::Form, true).await;
+        let answers = desk.answers.clone();
+        let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
+        let call_task = tokio::spawn(async move { call(&desk, "ask", CONFIRM()).await });
+        asked.recv().await.expect("the form was shown");
+        let id = newest_widget(&app).await;
+        answers.send(accept(json!({ "answer.0": "Yes" }))).unwrap();
+        let r = app
+            .post_json_as(
+                &browser,
+                &format!("/widgets/{id}/submit"),
+                &json!({ "answer.0": "No" }),
+            )
+            .await;
+        let body = call_task.await.unwrap();
+        assert_eq!(body["status"], "submitted", "round {round}: {body}");
+        let winner = match r.status() {
+            StatusCode::OK => "No",
+            StatusCode::CONFLICT => "Yes",
+            other => panic!("round {round}: {other}"),
+        };
+        assert_eq!(
+            body["answers"],
+            json!({ "Deploy now?": winner }),
+            "round {round}"
+        );
+        assert_eq!(
+            audited(&app, "widget.submit", &id).await.len(),
+            1,
+            "round {round}"
+        );
+        let prompts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM prompts WHERE widget_id = $1")
+            .bind(&id)
+            .fetch_one(&app.state.db.read)
+            .await
+            .unwrap();
+        assert_eq!(prompts, 1, "round {round}: one prompt");
+    }
+}
+
+#[tokio::test]
+async fn the_operator_and_the_session_choose_the_modes() {
+    // The daemon allows URL mode only: questions stay in the transcript.
+    let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Url).await;
+    let alice = scene(&app, "alice").await;
+    let mut desk = desk(&app, &alice.agent, Declares::Both, true).await;
+    let body = call(&desk, "ask", CONFIRM()).await;
+    assert_eq!(body["status"], "pending");
+    assert!(desk.asked.try_recv().is_err(), "no form");
+    desk.answers
+        .send(ElicitResult::new(ElicitationAction::Accept))
+        .unwrap();
+    call(
+        &desk,
+        "request_env_vars",
+        json!({ "names": ["K"], "reason": "r" }),
+    )
+    .await;
+    assert!(matches!(
+        desk.asked.try_recv(),
+        Ok(ElicitRequestParams::UrlElicitationParams { .. })
+    ));
+
+    // A session created with `"elicitation": "off"` gets none, whatever
+    // the daemon and the client allow; one with `form` gets forms only.
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    for (modes, form, url) in [
+        ("off", false, false),
+        ("form", true, false),
+        ("url", false, true),
+    ] {
+        let r = app
+            .post_json(
+                "/api/v1/sessions",
+                &alice.host,
+                &json!({ "elicitation": modes }),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let created: Value = r.json().await.unwrap();
+        assert_eq!(created["elicitation"], modes);
+        let agent = created["agent_token"].as_str().unwrap();
+        let mut desk = self::desk(&app, agent, Declares::Both, true).await;
+        desk.answers
+            .send(accept(json!({ "answer.0": "Yes" })))
+            .unwrap();
+        let body = call(&desk, "ask", CONFIRM()).await;
+        assert_eq!(desk.asked.try_recv().is_ok(), form, "{modes}: {body}");
+        let mut desk = self::desk(&app, agent, Declares::Both, true).await;
+        desk.answers
+            .send(ElicitResult::new(ElicitationAction::Accept))
+            .unwrap();
+        call(
+            &desk,
+            "request_env_vars",
+            json!({ "names": ["K"], "reason": "r" }),
+        )
+        .await;
+        assert_eq!(desk.asked.try_recv().is_ok(), url, "{modes}");
+    }
+    let r = app
+        .post_json(
+            "/api/v1/sessions",
+            &alice.host,
+            &json!({ "elicitation": "sometimes" }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = app
+        .post_json("/api/v1/sessions", &alice.host, &json!({}))
+        .await;
+    let created: Value = r.json().await.unwrap();
+    assert_eq!(created["elicitation"], "both");
 }

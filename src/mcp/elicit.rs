@@ -1,0 +1,232 @@
+//! What `/mcp` asks an agent's MCP client to show the person, in the
+//! 2026-07-28 generation of the protocol: a tool call answers
+//! `input_required` with one elicitation, and the client retries the call
+//! with the person's response and the echoed `requestState` (the widget's
+//! id; the widget itself is durable and stays in the transcript).
+//!
+//! - URL mode, for `request_env_vars` only: the client opens the widget's
+//!   own page (`GET /widgets/{id}`), where the person logs in and types the
+//!   values; the client never sees them.
+//! - Form mode, for questions (`ask`, `ask_user`, `request_approval`, the
+//!   `choice` clarification): the question in the spec's restricted schema
+//!   (flat objects of string enums and strings). An accepted form becomes
+//!   the JSON answer of `POST /widgets/{id}/submit`, with the form's field
+//!   names as property names, so it is checked and recorded exactly as an
+//!   answer given in the transcript. Never for env vars.
+
+use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
+use serde_json::{Value, json};
+
+use crate::widgets::WidgetRow;
+use crate::widgets::approval::ApprovalParams;
+use crate::widgets::ask::AskParams;
+use crate::widgets::clarification::ClarificationParams;
+use crate::widgets::env_vars::EnvVarsParams;
+
+/// The key of the one input request of an `input_required` result.
+pub(super) const INPUT_KEY: &str = "person";
+
+/// Most characters of a tool input shown in an approval's message.
+const MAX_INPUT_SHOWN: usize = 2000;
+
+/// The URL-mode request of an `env_vars` widget: its own page.
+pub(super) fn url_request(public_url: &str, row: &WidgetRow) -> Option<ElicitRequestParams> {
+    let params: EnvVarsParams = serde_json::from_str(&row.params).ok()?;
+    let names: Vec<&str> = params.names.iter().map(|n| n.as_str()).collect();
+    let message = format!(
+        "The agent needs {} ({}). Open widgetd's page to enter the value{}: it goes \
+         straight to widgetd's encrypted store and never passes through this client or the \
+         conversation.",
+        names.join(", "),
+        params.reason,
+        if names.len() == 1 { "" } else { "s" },
+    );
+    Some(ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: format!("{public_url}/widgets/{}", row.id.as_str()),
+        elicitation_id: row.id.as_str().to_owned(),
+    })
+}
+
+/// The form-mode request of a question widget; `None` for env vars and
+/// for anything the restricted schema cannot carry.
+pub(super) fn form_request(row: &WidgetRow) -> Option<ElicitRequestParams> {
+    let (message, schema) = match row.kind.as_str() {
+        "ask" | "ask_user" => questions(&serde_json::from_str(&row.params).ok()?),
+        "approval" => approval(&serde_json::from_str(&row.params).ok()?),
+        "clarification" => clarification(&serde_json::from_str(&row.params).ok()?)?,
+        _ => return None,
+    };
+    let requested_schema = ElicitationSchema::from_json_schema(schema).ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    })
+}
+
+/// The answer body (`POST /widgets/{id}/submit`'s JSON) of an accepted
+/// form's `content`; `None` when there is nothing to answer with. Only
+/// the properties the form asked for are taken; the widget's kind checks
+/// their values as it checks the transcript's.
+pub(super) fn answer_body(row: &WidgetRow, content: &Value) -> Option<Value> {
+    let content = content.as_object()?;
+    let strings = |v: &Value| match v {
+        Value::String(_) => true,
+        Value::Array(items) => items.iter().all(Value::is_string),
+        _ => false,
+    };
+    match row.kind.as_str() {
+        "ask" | "ask_user" => {
+            let fields: serde_json::Map<String, Value> = content
+                .iter()
+                .filter(|(k, v)| {
+                    (k.starts_with("answer.") || k.starts_with("other.")) && strings(v)
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Some(Value::Object(fields))
+        }
+        "approval" => {
+            let mut body = json!({ "decision": content.get("decision")?.as_str()? });
+            if let Some(reason) = content.get("reason").and_then(Value::as_str) {
+                body["reason"] = json!(reason);
+            }
+            Some(body)
+        }
+        "clarification" => {
+            let selected = match content.get("selected") {
+                Some(Value::String(one)) => vec![json!(one)],
+                Some(Value::Array(many)) if many.iter().all(Value::is_string) => many.clone(),
+                _ => Vec::new(),
+            };
+            let freeform = content
+                .get("freeform")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Some(json!({ "structured": { "selected": selected }, "freeform": freeform }))
+        }
+        _ => None,
+    }
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// `ask` and `ask_user`: one enum (an array of enums when several may be
+/// picked) per question, `answer.{i}`, and a string `other.{i}` where a
+/// typed answer is offered.
+fn questions(params: &AskParams) -> (String, JsonObject) {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (i, q) in params.questions.iter().enumerate() {
+        let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
+        let title = match q.header.trim() {
+            "" => q.question.clone(),
+            header => format!("{header}: {}", q.question),
+        };
+        let mut answer = if q.multi_select {
+            json!({ "type": "array", "title": title, "items": { "type": "string", "enum": labels } })
+        } else {
+            json!({ "type": "string", "title": title, "enum": labels })
+        };
+        if let Some(default) = params.default_of(q) {
+            answer["default"] = match q.multi_select {
+                true => json!([default]),
+                false => json!(default),
+            };
+        }
+        properties.insert(format!("answer.{i}"), answer);
+        if params.freeform(q) {
+            properties.insert(
+                format!("other.{i}"),
+                json!({
+                    "type": "string",
+                    "title": "Or type your own answer",
+                    "maxLength": 2000,
+                }),
+            );
+        } else {
+            required.push(format!("answer.{i}"));
+        }
+    }
+    let message = match params.questions.as_slice() {
+        [one] => one.question.clone(),
+        many => format!("The agent asks you {} questions.", many.len()),
+    };
+    let schema = json!({ "type": "object", "properties": properties, "required": required });
+    (message, object(schema))
+}
+
+/// `request_approval`: the decision as a titled enum and the optional
+/// reason of a denial.
+fn approval(params: &ApprovalParams) -> (String, JsonObject) {
+    let mut input = serde_json::to_string(&params.input).unwrap_or_default();
+    if input.chars().count() > MAX_INPUT_SHOWN {
+        input = input.chars().take(MAX_INPUT_SHOWN).collect::<String>() + "…";
+    }
+    let mut message = format!(
+        "The agent wants to run {} with this input: {input}",
+        params.tool
+    );
+    if let Some(reason) = &params.reason {
+        message.push_str(&format!("\nWhy: {reason}"));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Your decision",
+                "oneOf": [
+                    { "const": "deny", "title": "Deny" },
+                    { "const": "once", "title": "Allow once" },
+                    { "const": "always", "title": "Always allow" },
+                ],
+            },
+            "reason": {
+                "type": "string",
+                "title": "Reason, if you deny (sent to the agent)",
+                "maxLength": 500,
+            },
+        },
+        "required": ["decision"],
+    });
+    (message, object(schema))
+}
+
+/// The `choice` clarification: the options as an enum (an array of enums
+/// with `multi_select`) and the answer in the person's own words. Other
+/// types have no form here.
+fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
+    if params.widget["type"] != "choice" {
+        return None;
+    }
+    let labels: Vec<&str> = params.widget["options"]
+        .as_array()?
+        .iter()
+        .filter_map(|o| o["label"].as_str())
+        .collect();
+    let selected = if params.widget["multi_select"] == true {
+        json!({ "type": "array", "title": "Pick any that fit", "items": { "type": "string", "enum": labels } })
+    } else {
+        json!({ "type": "string", "title": "Pick one", "enum": labels })
+    };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "selected": selected,
+            "freeform": {
+                "type": "string",
+                "title": "In your own words (with the choice, or instead of it)",
+                "maxLength": 4000,
+            },
+        },
+    });
+    Some((params.question.clone(), object(schema)))
+}
