@@ -26,6 +26,9 @@ use crate::widgets::env_vars::EnvVarsParams;
 /// The key of the one input request of an `input_required` result.
 pub(super) const INPUT_KEY: &str = "person";
 
+/// The decisions an approval's form offers.
+const FORM_DECISIONS: [&str; 2] = ["deny", "once"];
+
 /// Most characters of a tool input shown in an approval's message.
 const MAX_INPUT_SHOWN: usize = 2000;
 
@@ -89,7 +92,14 @@ pub(super) fn answer_body(row: &WidgetRow, content: &Value) -> Option<Value> {
             Some(Value::Object(fields))
         }
         "approval" => {
-            let mut body = json!({ "decision": content.get("decision")?.as_str()? });
+            // A standing "Always" rule is only ever made in widgetd's own
+            // pages, where the person is logged in: the client may allow
+            // one run, or deny.
+            let decision = content.get("decision")?.as_str()?;
+            if !FORM_DECISIONS.contains(&decision) {
+                return None;
+            }
+            let mut body = json!({ "decision": decision });
             if let Some(reason) = content.get("reason").and_then(Value::as_str) {
                 body["reason"] = json!(reason);
             }
@@ -163,8 +173,9 @@ fn questions(params: &AskParams) -> (String, JsonObject) {
     (message, object(schema))
 }
 
-/// `request_approval`: the decision as a titled enum and the optional
-/// reason of a denial.
+/// `request_approval`: the decision as a titled enum (deny or allow once;
+/// "Always allow" only in widgetd's pages) and the optional reason of a
+/// denial.
 fn approval(params: &ApprovalParams) -> (String, JsonObject) {
     let mut input = serde_json::to_string(&params.input).unwrap_or_default();
     if input.chars().count() > MAX_INPUT_SHOWN {
@@ -186,7 +197,6 @@ fn approval(params: &ApprovalParams) -> (String, JsonObject) {
                 "oneOf": [
                     { "const": "deny", "title": "Deny" },
                     { "const": "once", "title": "Allow once" },
-                    { "const": "always", "title": "Always allow" },
                 ],
             },
             "reason": {

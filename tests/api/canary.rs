@@ -645,3 +645,123 @@ async fn a_pending_widget_survives_a_killed_daemon() {
     assert_eq!(env["env"]["SURVIVOR"], "after-restart");
     daemon.stop();
 }
+
+/// One 2026-07-28 `tools/call` as a client sends it, its every byte kept.
+async fn raw_tool_call(
+    app: &crate::helpers::TestApp,
+    agent: &str,
+    id: u64,
+    tool: &str,
+    mut params: Value,
+    exchanged: &mut Vec<u8>,
+) -> Value {
+    params["name"] = json!(tool);
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "url": {}, "form": {} } },
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+    exchanged.extend_from_slice(body.to_string().as_bytes());
+    let r = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(agent)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    for (name, value) in r.headers() {
+        exchanged.extend_from_slice(name.as_str().as_bytes());
+        exchanged.extend_from_slice(value.as_bytes());
+    }
+    let text = r.bytes().await.unwrap();
+    exchanged.extend_from_slice(&text);
+    let reply: Value = serde_json::from_slice(&text)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&text)));
+    reply["result"].clone()
+}
+
+/// URL-mode elicitation: the agent's MCP client is sent to the widget's own
+/// page, the person types the value there, and no MCP message (request,
+/// response or header, of the first call, its retry and a status read)
+/// carries it, in any of its encodings.
+#[tokio::test]
+async fn a_value_typed_on_the_page_an_mcp_client_opened_never_reaches_mcp() {
+    let app = crate::helpers::spawn_app().await;
+    let alice = crate::helpers::scene(&app, "alice").await;
+    let secret = canary("url-elicitation");
+    let mut exchanged = Vec::new();
+    let args = json!({ "arguments": { "names": ["CANARY_KEY"], "reason": "to test" } });
+    let first = raw_tool_call(
+        &app,
+        &alice.agent,
+        1,
+        "request_env_vars",
+        args.clone(),
+        &mut exchanged,
+    )
+    .await;
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let request = &first["inputRequests"]["person"];
+    assert_eq!(request["method"], "elicitation/create", "{first}");
+    assert_eq!(request["params"]["mode"], "url", "{first}");
+    let page = request["params"]["url"].as_str().unwrap().to_owned();
+    let state = first["requestState"].as_str().unwrap().to_owned();
+    assert_eq!(page, format!("{}/widgets/{state}", app.url));
+    assert!(!page.contains(&alice.agent) && !page.contains(&alice.host));
+
+    // The person opens the page, logs in and types the value there.
+    let browser = app.login("alice").await;
+    let path = page.strip_prefix(&app.url).unwrap();
+    assert!(app.page(&browser, path).await.contains("CANARY_KEY"));
+    let r = app
+        .post_form(
+            &browser,
+            &format!("{path}/submit"),
+            &[
+                ("value.CANARY_KEY", secret.as_str()),
+                ("scope", "session"),
+                ("return_to", "page"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+
+    // The client retries once the person is back; then the agent reads it.
+    let mut retry = args.clone();
+    retry["inputResponses"] = json!({ "person": { "action": "accept" } });
+    retry["requestState"] = json!(state);
+    let done = raw_tool_call(
+        &app,
+        &alice.agent,
+        2,
+        "request_env_vars",
+        retry,
+        &mut exchanged,
+    )
+    .await;
+    let done = &done["structuredContent"];
+    assert_eq!(done["status"], "submitted", "{done}");
+    assert_eq!(done["result"]["names"], json!(["CANARY_KEY"]), "{done}");
+    let status = raw_tool_call(
+        &app,
+        &alice.agent,
+        3,
+        "get_widget_status",
+        json!({ "arguments": { "widget_id": state } }),
+        &mut exchanged,
+    )
+    .await;
+    assert_eq!(status["structuredContent"]["status"], "submitted");
+    assert_absent("the MCP messages", &exchanged, &secret);
+    assert_eq!(
+        app.env_of(&alice.session, &alice.host).await,
+        json!({ "CANARY_KEY": secret }),
+        "the value reached the vault"
+    );
+}

@@ -533,6 +533,28 @@ async fn every_question_kind_maps_to_a_form_and_its_answer_is_checked_as_in_the_
     assert_eq!(body["result"]["decision"], "deny", "{body}");
     assert_eq!(body["result"]["reason"], "not on Fridays", "{body}");
     assert_eq!(body["result"]["answered_by"], "alice", "{body}");
+    assert_eq!(
+        schema["properties"]["decision"]["oneOf"],
+        json!([{ "const": "deny", "title": "Deny" }, { "const": "once", "title": "Allow once" }]),
+        "no \"Always\" in the client"
+    );
+
+    // "Always" from a form is not taken: no rule, the approval stays open.
+    let approval = json!({ "tool": "Bash", "input": { "command": "make release" } });
+    let (_, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_approval",
+        approval,
+        accept(json!({ "decision": "always" })),
+    )
+    .await;
+    assert_eq!(body["status"], "pending", "{body}");
+    let rules: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM approval_rules")
+        .fetch_one(&app.state.db.read)
+        .await
+        .unwrap();
+    assert_eq!(rules, 0);
 
     let choice = json!({ "question": "Which regions?", "widget": {
         "type": "choice", "multi_select": true,
