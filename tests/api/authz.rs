@@ -89,6 +89,7 @@ const TABLE: &[Row] = &[
         Cookie,
         "....cvp..",
     ),
+    row("GET", "/widgets/{id}", Cookie, "....c.p.."),
     row("POST", "/widgets/{id}/submit", Cookie, "....c.p.."),
     row("POST", "/widgets/{id}/dismiss", Cookie, "....c.p.."),
     row("GET", "/settings/env", Cookie, "....cvpsm"),
