@@ -17,9 +17,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::get;
 use futures_util::Stream;
-use tokio::sync::mpsc;
 
-use super::since;
+use super::{Event, Listener, since};
 use crate::AppState;
 use crate::access::{self, Caller, Need};
 use crate::auth::Principal;
@@ -27,7 +26,7 @@ use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::ids::UserId;
 use crate::sessions::Session;
-use crate::stream_limits::caller_key;
+use crate::stream_limits::{StreamSlot, caller_key};
 use crate::web::CurrentUser;
 
 const BATCH: i64 = 500;
@@ -140,62 +139,80 @@ async fn stream_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(follow(state, session.id, watcher, last_id, tx));
-    // The slot lives as long as the response body: it is given back when
-    // the client goes away or the stream ends.
-    let stream = futures_util::stream::unfold((rx, slot), |(mut rx, slot)| async move {
-        rx.recv().await.map(|e| (Ok(e), (rx, slot)))
+    // No task and no queue of its own: the response body reads the
+    // database when the connection asks for more, and waits on the
+    // session's channel in the hub in between. It is dropped, slot and
+    // subscription with it, when the client goes away or the stream ends.
+    let follow = Follow {
+        listener: state.hub.subscribe(&session.id),
+        state,
+        session: session.id,
+        watcher,
+        last: last_id,
+        end: tokio::time::Instant::now() + MAX_LIFETIME,
+        wait: false,
+        queued: Vec::new().into_iter(),
+        _slot: slot,
+        _open: crate::ops::StreamOpen::new(),
+    };
+    let stream = futures_util::stream::unfold(follow, |mut follow| async move {
+        follow.next().await.map(|e| (Ok(e), follow))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// Sends what is in the database after `last`, then waits for the hub and
-/// repeats, until the client goes away, the daemon shuts down, the watcher
-/// may no longer watch, or the stream reaches its maximum lifetime.
-async fn follow(
+/// One open stream: what it has sent, and what it waits for.
+struct Follow {
     state: AppState,
     session: SessionId,
     watcher: Watcher,
-    mut last: i64,
-    tx: mpsc::Sender<SseEvent>,
-) {
-    let _open = crate::ops::StreamOpen::new();
-    let mut listener = state.hub.subscribe();
-    let end = tokio::time::Instant::now() + MAX_LIFETIME;
-    let mut checked = true;
-    loop {
-        if !checked && !watcher.still_allowed(&state, &session).await {
-            return;
-        }
-        let batch = match state.db.read.acquire().await {
-            Ok(mut conn) => since(&mut conn, &session, last, BATCH).await,
-            Err(e) => Err(e),
-        };
-        let Ok(batch) = batch else { return };
-        let full = batch.len() as i64 == BATCH;
-        for event in batch {
-            last = event.id;
-            let sse = SseEvent::default()
-                .id(event.id.to_string())
-                .event(event.kind)
-                .data(event.payload);
-            if tx.send(sse).await.is_err() {
-                return;
+    listener: Listener,
+    /// The id of the last event sent.
+    last: i64,
+    end: tokio::time::Instant,
+    /// Whether everything stored was sent, so the next read waits first.
+    wait: bool,
+    queued: std::vec::IntoIter<Event>,
+    _slot: StreamSlot,
+    _open: crate::ops::StreamOpen,
+}
+
+impl Follow {
+    /// The next event: what is in the database after `last`; when all of
+    /// it was sent, waits for the hub (re-checking access after each wait)
+    /// and reads again. `None` ends the stream: the daemon shuts down, the
+    /// watcher may no longer watch, or the stream reached its maximum
+    /// lifetime.
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(event) = self.queued.next() {
+                self.last = event.id;
+                return Some(
+                    SseEvent::default()
+                        .id(event.id.to_string())
+                        .event(event.kind)
+                        .data(event.payload),
+                );
             }
-        }
-        if full {
-            continue;
-        }
-        if tokio::time::Instant::now() >= end {
-            return;
-        }
-        checked = false;
-        tokio::select! {
-            more = listener.changed(&session) => if !more { return },
-            () = tokio::time::sleep(RECHECK) => {}
-            () = tokio::time::sleep_until(end) => return,
-            _ = tx.closed() => return,
+            if self.wait {
+                tokio::select! {
+                    more = self.listener.changed() => if !more { return None },
+                    () = tokio::time::sleep(RECHECK) => {}
+                    () = tokio::time::sleep_until(self.end) => return None,
+                }
+                if tokio::time::Instant::now() >= self.end
+                    || !self.watcher.still_allowed(&self.state, &self.session).await
+                {
+                    return None;
+                }
+            }
+            let mut conn = self.state.db.read.acquire().await.ok()?;
+            let batch = since(&mut conn, &self.session, self.last, BATCH)
+                .await
+                .ok()?;
+            // A full batch may have more behind it: read on without waiting.
+            self.wait = (batch.len() as i64) < BATCH;
+            self.queued = batch.into_iter();
         }
     }
 }

@@ -6,12 +6,13 @@
 
 pub mod api;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::AnyConnection;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use crate::clock;
 use crate::db::Dialect;
@@ -89,81 +90,156 @@ pub async fn since(
         .await
 }
 
-/// The id that wakes every listener ([`Hub::wake_all`]); never a session's.
-const EVERY: &str = "00000000-0000-0000-0000-000000000000";
-
-/// In-process wake-ups: "session S has something new". Carries no data, so
-/// nothing sensitive can travel through it and a slow listener that lags
-/// only has to re-read the database.
+/// In-process wake-ups: "session S has something new". One channel per
+/// session that someone listens to, so a change wakes the listeners of its
+/// session and no other; a channel exists only while it has listeners.
+/// Carries no data, so nothing sensitive can travel through it, and a
+/// listener woken for anything simply re-reads the database.
 #[derive(Debug, Clone)]
 pub struct Hub {
-    tx: broadcast::Sender<Arc<SessionId>>,
-    closing: Arc<watch::Sender<bool>>,
+    sessions: Arc<Mutex<HashMap<SessionId, watch::Sender<()>>>>,
+    /// `true` once the daemon shuts down; a bare change wakes everyone.
+    everyone: Arc<watch::Sender<bool>>,
 }
 
 impl Default for Hub {
     fn default() -> Self {
         Self {
-            tx: broadcast::channel(4096).0,
-            closing: Arc::new(watch::channel(false).0),
+            sessions: Arc::default(),
+            everyone: Arc::new(watch::channel(false).0),
         }
     }
 }
 
 impl Hub {
-    /// Tells every listener that `session` changed. Call after the commit.
+    /// Tells the listeners of `session` that it changed. Call after the
+    /// commit.
     pub fn publish(&self, session: &SessionId) {
-        // No receivers is normal: nobody is watching.
-        let _ = self.tx.send(Arc::new(session.clone()));
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        // No channel is normal: nobody is watching.
+        if let Some(channel) = sessions.get(session) {
+            channel.send_replace(());
+        }
     }
 
-    pub fn subscribe(&self) -> Listener {
+    /// Listens to `session`. Subscribe before reading the database, so a
+    /// change committed in between is not missed.
+    pub fn subscribe(&self, session: &SessionId) -> Listener {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let rx = match sessions.get(session) {
+            Some(channel) => channel.subscribe(),
+            None => {
+                let (tx, rx) = watch::channel(());
+                sessions.insert(session.clone(), tx);
+                rx
+            }
+        };
         Listener {
-            rx: self.tx.subscribe(),
-            closing: self.closing.subscribe(),
+            rx,
+            everyone: self.everyone.subscribe(),
+            hub: self.sessions.clone(),
+            session: session.clone(),
         }
     }
 
     /// Wakes every listener: another daemon's changes may have been missed,
     /// so everything is read again.
     pub fn wake_all(&self) {
-        // A lagging listener re-reads; one note per listener ends its wait.
-        let _ = self
-            .tx
-            .send(Arc::new(SessionId::parse(EVERY).expect("a valid id")));
+        self.everyone.send_modify(|_| {});
     }
 
     /// Ends every stream and long-poll: the daemon is shutting down, and
     /// open connections must not hold the graceful shutdown up.
     pub fn close(&self) {
-        self.closing.send_replace(true);
+        self.everyone.send_replace(true);
+    }
+
+    /// How many sessions have listeners right now.
+    pub fn channels(&self) -> usize {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 }
 
-/// A subscription to the hub.
+/// A subscription to one session's changes.
 pub struct Listener {
-    rx: broadcast::Receiver<Arc<SessionId>>,
-    closing: watch::Receiver<bool>,
+    rx: watch::Receiver<()>,
+    everyone: watch::Receiver<bool>,
+    hub: Arc<Mutex<HashMap<SessionId, watch::Sender<()>>>>,
+    session: SessionId,
 }
 
 impl Listener {
-    /// Waits until `session` may have changed. Returns false when the hub is
-    /// gone (shutdown). A lagging listener is simply woken: it re-reads.
-    pub async fn changed(&mut self, session: &SessionId) -> bool {
-        loop {
-            if *self.closing.borrow() {
-                return false;
-            }
-            let note = tokio::select! {
-                note = self.rx.recv() => note,
-                _ = self.closing.changed() => return false,
-            };
-            match note {
-                Ok(s) if *s == *session || s.as_str() == EVERY => return true,
-                Ok(_) => continue,
-                Err(broadcast::error::RecvError::Lagged(_)) => return true,
-                Err(broadcast::error::RecvError::Closed) => return false,
-            }
+    /// Waits until the session may have changed. Returns false when the
+    /// daemon shuts down.
+    pub async fn changed(&mut self) -> bool {
+        if *self.everyone.borrow() {
+            return false;
         }
+        tokio::select! {
+            // The hub keeps the sender while this listener lives.
+            changed = self.rx.changed() => changed.is_ok() && !*self.everyone.borrow(),
+            woken = self.everyone.changed() => woken.is_ok() && !*self.everyone.borrow_and_update(),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let mut sessions = self.hub.lock().unwrap_or_else(|p| p.into_inner());
+        // The last listener of its session (this one) takes the channel away.
+        if sessions
+            .get(&self.session)
+            .is_some_and(|channel| channel.receiver_count() <= 1)
+        {
+            sessions.remove(&self.session);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    async fn woken(listener: &mut Listener) -> Option<bool> {
+        tokio::time::timeout(Duration::from_millis(50), listener.changed())
+            .await
+            .ok()
+    }
+
+    #[tokio::test]
+    async fn a_change_wakes_its_session_only_and_channels_go_with_their_listeners() {
+        let hub = Hub::default();
+        let (a, b) = (SessionId::generate(), SessionId::generate());
+        let mut on_a = hub.subscribe(&a);
+        let mut also_on_a = hub.subscribe(&a);
+        let mut on_b = hub.subscribe(&b);
+        assert_eq!(hub.channels(), 2);
+
+        hub.publish(&a);
+        assert_eq!(woken(&mut on_a).await, Some(true));
+        assert_eq!(woken(&mut also_on_a).await, Some(true));
+        assert_eq!(woken(&mut on_b).await, None, "b did not change");
+        assert_eq!(woken(&mut on_a).await, None, "one change wakes once");
+
+        hub.wake_all();
+        assert_eq!(woken(&mut on_a).await, Some(true));
+        assert_eq!(woken(&mut on_b).await, Some(true));
+
+        drop(on_b);
+        assert_eq!(hub.channels(), 1);
+        hub.publish(&b);
+        drop(also_on_a);
+        assert_eq!(hub.channels(), 1);
+        drop(on_a);
+        assert_eq!(hub.channels(), 0);
+
+        let mut late = hub.subscribe(&a);
+        hub.close();
+        assert_eq!(woken(&mut late).await, Some(false));
     }
 }

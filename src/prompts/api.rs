@@ -52,7 +52,7 @@ async fn list_prompts(
         .transpose()?;
     let deadline = Instant::now() + Duration::from_secs(wait.wait.min(MAX_WAIT_SECS));
     // Subscribe before the first read, so a prompt queued in between wakes us.
-    let mut listener = state.hub.subscribe();
+    let mut listener = state.hub.subscribe(&session.id);
     loop {
         let prompts = undelivered(&mut *state.db.read.acquire().await?, &session.id).await?;
         if !prompts.is_empty() || Instant::now() >= deadline {
@@ -70,7 +70,7 @@ async fn list_prompts(
                 .collect();
             return Ok(Json(json!({ "prompts": prompts })));
         }
-        match tokio::time::timeout_at(deadline, listener.changed(&session.id)).await {
+        match tokio::time::timeout_at(deadline, listener.changed()).await {
             Ok(true) | Err(_) => continue,
             Ok(false) => return Ok(Json(json!({ "prompts": [] }))),
         }

@@ -70,7 +70,12 @@ pub async fn wait_for_answer(
     seconds: u64,
 ) -> AppResult<WidgetView> {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    let mut listener = state.hub.subscribe();
+    // The widget's session first, to listen to it before the read that
+    // decides whether to wait.
+    let session = get_widget(&mut *state.db.read.acquire().await?, widget)
+        .await?
+        .session_id;
+    let mut listener = state.hub.subscribe(&session);
     loop {
         let row = get_widget(&mut *state.db.read.acquire().await?, widget).await?;
         if row.status != WidgetStatus::Pending {
@@ -79,8 +84,7 @@ pub async fn wait_for_answer(
         if tokio::time::Instant::now() >= deadline {
             return Ok(row.into());
         }
-        let session = row.session_id.clone();
-        match tokio::time::timeout_at(deadline, listener.changed(&session)).await {
+        match tokio::time::timeout_at(deadline, listener.changed()).await {
             Ok(true) | Err(_) => continue,
             Ok(false) => return Ok(row.into()),
         }
