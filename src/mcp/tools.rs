@@ -360,13 +360,18 @@ impl AgentTools {
     /// `choice` (pick one of 2 to 10 options `{label, description?,
     /// markdown?}`, or several with `multi_select`);
     /// `mapping` (connect each of `left` to one of `right`, 1 to 200 items
-    /// `{id, label, group?}` a side; `allow_unmapped`, `allow_many_to_one`).
+    /// `{id, label, group?}` a side; `allow_unmapped`, `allow_many_to_one`);
+    /// `tree` (1 to 500 nodes `{id, label, parent_id?, metadata?}`; the user
+    /// moves, renames, deletes or adds as `allow_reparent`, `allow_rename`,
+    /// `allow_delete`, `allow_add` say).
     /// The user can always
     /// answer in their own words, beside the widget or instead of it, or
     /// dismiss the question (maybe with a note). The answer is
     /// `{structured, freeform}`: `structured` is, for `choice`,
     /// `{"selected": [label…]}` (empty when the user only typed);
     /// for `mapping`, `{"mappings": [{"left", "right"}…]}` (ids);
+    /// for `tree`, `{"nodes": [...]}` with the edits applied (new nodes'
+    /// ids start `new-`);
     /// `freeform` is the typed text ("" when none).
     /// Returns `{widget_id, status: "pending"}` at once, whether or not
     /// anyone has the transcript open (the question waits there):

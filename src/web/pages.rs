@@ -613,6 +613,7 @@ const APP_JS: &str = concat!(
     include_str!("../../static/clarification/mapping.js"),
     include_str!("../../static/clarification/ranking.js"),
     include_str!("../../static/clarification/curation.js"),
+    include_str!("../../static/clarification/tree.js"),
 );
 
 /// `GET /static/…`: the stylesheet and script, compiled into the binary.

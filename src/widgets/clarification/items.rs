@@ -122,3 +122,66 @@ pub fn check_count(
         format!("`{list}` needs {min} to {max} items; it has {count}"),
     ))
 }
+
+/// Most metadata keys of an item.
+pub const MAX_METADATA_KEYS: usize = 20;
+/// Most characters of a metadata key.
+pub const MAX_METADATA_KEY_CHARS: usize = 40;
+/// Most characters of a metadata string value.
+pub const MAX_METADATA_VALUE_CHARS: usize = 200;
+
+/// An item's metadata: at most 20 keys of 1 to 40 characters, each value a
+/// string (at most 200 characters, one line), a number or a boolean.
+/// Every refusal is `invalid_metadata`.
+pub fn check_metadata(
+    at: At<'_>,
+    metadata: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> AppResult<()> {
+    use serde_json::Value;
+    let refuse = |why: String| Err(AppError::invalid("invalid_metadata", why));
+    if metadata.len() > MAX_METADATA_KEYS {
+        return refuse(format!(
+            "{at} has more than {MAX_METADATA_KEYS} metadata keys"
+        ));
+    }
+    for (key, value) in metadata {
+        let chars = key.chars().count();
+        if key.trim().is_empty()
+            || chars > MAX_METADATA_KEY_CHARS
+            || key.chars().any(char::is_control)
+        {
+            return refuse(format!(
+                "a metadata key of {at} is 1 to {MAX_METADATA_KEY_CHARS} characters of one line"
+            ));
+        }
+        match value {
+            Value::String(text)
+                if text.chars().count() > MAX_METADATA_VALUE_CHARS
+                    || text.chars().any(char::is_control) =>
+            {
+                return refuse(format!(
+                    "a metadata value of {at} is at most {MAX_METADATA_VALUE_CHARS} characters of one line"
+                ));
+            }
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => {}
+            _ => {
+                return refuse(format!(
+                    "a metadata value of {at} is a string, a number or a boolean"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Metadata as shown: `key: value`, joined by `·`.
+pub fn shown_metadata(metadata: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
+    metadata
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}: {s}"),
+            other => format!("{k}: {other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}

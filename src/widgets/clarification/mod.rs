@@ -12,6 +12,7 @@ mod items;
 mod mapping;
 mod ranking;
 mod table;
+mod tree;
 pub mod types;
 
 use schemars::JsonSchema;

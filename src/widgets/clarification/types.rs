@@ -18,6 +18,7 @@ use super::curation::Curation;
 use super::mapping::Mapping;
 use super::ranking::Ranking;
 use super::table::Table;
+use super::tree::Tree;
 use crate::api::parse_value_at;
 use crate::error::{AppError, AppResult};
 
@@ -166,6 +167,7 @@ const TYPES: &[&dyn AnyType] = &[
     &Entry::<Mapping>::NEW,
     &Entry::<Ranking>::NEW,
     &Entry::<Curation>::NEW,
+    &Entry::<Tree>::NEW,
 ];
 
 /// The type named `name`.
@@ -239,4 +241,7 @@ pub enum WidgetSchema {
     /// Prune a list of 1 to 500 items: the user keeps some and removes the
     /// others, with a search and select-all per group.
     Curation(<Curation as ClarificationType>::Input),
+    /// Let the user edit a tree of 1 to 500 nodes: move, rename, delete
+    /// or add, as allowed.
+    Tree(<Tree as ClarificationType>::Input),
 }
