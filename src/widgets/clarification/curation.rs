@@ -14,13 +14,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::items::{self, At};
 use super::types::{ClarificationType, Mode, Part, Structured};
 use crate::error::{AppError, AppResult};
 use crate::widgets::card;
 
 const MAX_ITEMS: usize = 500;
-const MAX_ID_CHARS: usize = 100;
-const MAX_LABEL_CHARS: usize = 200;
 const MAX_METADATA_KEYS: usize = 20;
 const MAX_KEY_CHARS: usize = 40;
 const MAX_VALUE_CHARS: usize = 200;
@@ -122,24 +121,17 @@ fn check_text(text: &str, max: usize, what: &str, codes: [&'static str; 3]) -> A
     Ok(())
 }
 
-const LABEL: [&str; 3] = ["empty_label", "label_too_long", "invalid_label"];
-const ID: [&str; 3] = ["invalid_item_id"; 3];
 const METADATA: [&str; 3] = ["invalid_metadata"; 3];
 
-fn check_item(n: usize, item: &CurationItem, before: &[CurationItem]) -> AppResult<()> {
-    check_text(&item.id, MAX_ID_CHARS, &format!("the id of item {n}"), ID)?;
-    if let Some(first) = before.iter().position(|i| i.id == item.id) {
-        return Err(invalid(
-            "duplicate_item_id",
-            format!("item {n} has the same id as item {}", first + 1),
-        ));
-    }
-    check_text(
-        &item.label,
-        MAX_LABEL_CHARS,
-        &format!("the label of item {n}"),
-        LABEL,
-    )?;
+/// An item: its id and label as every list type checks them (`items.rs`),
+/// and its metadata.
+fn check_item(n: usize, item: &CurationItem) -> AppResult<()> {
+    let at = At {
+        list: "widget.items",
+        n,
+    };
+    items::check_id(at, &item.id)?;
+    items::check_label(at, &item.label)?;
     if item.metadata.len() > MAX_METADATA_KEYS {
         return Err(invalid(
             "invalid_metadata",
@@ -210,8 +202,9 @@ impl ClarificationType for Curation {
             ));
         }
         for (i, item) in input.items.iter().enumerate() {
-            check_item(i + 1, item, &input.items[..i])?;
+            check_item(i + 1, item)?;
         }
+        items::check_unique("widget.items", input.items.iter().map(|i| i.id.as_str()))?;
         if input.columns.len() > MAX_COLUMNS {
             return Err(invalid(
                 "columns_count",
@@ -474,11 +467,11 @@ mod tests {
         };
         assert_eq!(
             code(with(&|w| w["items"][2]["id"] = json!("i0"))),
-            "duplicate_item_id"
+            "duplicate_id"
         );
         assert_eq!(
             code(with(&|w| w["items"][2]["id"] = json!("i".repeat(101)))),
-            "invalid_item_id"
+            "id_too_long"
         );
         assert_eq!(
             code(with(&|w| w["items"][2]["label"] = json!(""))),

@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::items::{self, At};
 use super::types::{ClarificationType, Mode, Part, Structured};
 use crate::error::{AppError, AppResult};
 use crate::widgets::card;
@@ -21,8 +22,8 @@ const MIN_ITEMS: usize = 2;
 const MAX_ITEMS: usize = 100;
 const MIN_TIERS: usize = 2;
 const MAX_TIERS: usize = 10;
-const MAX_ID_CHARS: usize = 100;
-const MAX_LABEL_CHARS: usize = 80;
+/// Most characters of a tier's name.
+const MAX_TIER_CHARS: usize = 80;
 const MAX_DESCRIPTION_CHARS: usize = 300;
 
 /// The form field of an item's position (1-based), `position.{i}`, `i`
@@ -40,7 +41,7 @@ pub struct Ranking;
 pub struct RankingItem {
     /// What the answer names (1 to 100 characters, one line, unique).
     pub id: String,
-    /// What the user sees (1 to 80 characters, one line).
+    /// What the user sees (1 to 200 characters, one line).
     pub label: String,
     /// Plain text shown beside the label (at most 300 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,22 +100,15 @@ fn check_text(text: &str, max: usize, what: &str, codes: [&'static str; 3]) -> A
 }
 
 const LABEL: [&str; 3] = ["empty_label", "label_too_long", "invalid_label"];
-const ID: [&str; 3] = ["invalid_item_id", "invalid_item_id", "invalid_item_id"];
 
-fn check_item(n: usize, item: &RankingItem, before: &[RankingItem]) -> AppResult<()> {
-    check_text(&item.id, MAX_ID_CHARS, &format!("the id of item {n}"), ID)?;
-    if let Some(first) = before.iter().position(|i| i.id == item.id) {
-        return Err(invalid(
-            "duplicate_item_id",
-            format!("item {n} has the same id as item {}", first + 1),
-        ));
-    }
-    check_text(
-        &item.label,
-        MAX_LABEL_CHARS,
-        &format!("the label of item {n}"),
-        LABEL,
-    )?;
+/// An item's id and label, as every list type checks them (`items.rs`).
+fn check_item(n: usize, item: &RankingItem) -> AppResult<()> {
+    let at = At {
+        list: "widget.items",
+        n,
+    };
+    items::check_id(at, &item.id)?;
+    items::check_label(at, &item.label)?;
     if item
         .description
         .as_ref()
@@ -197,8 +191,9 @@ impl ClarificationType for Ranking {
             ));
         }
         for (i, item) in input.items.iter().enumerate() {
-            check_item(i + 1, item, &input.items[..i])?;
+            check_item(i + 1, item)?;
         }
+        items::check_unique("widget.items", input.items.iter().map(|i| i.id.as_str()))?;
         if let Some(tiers) = &input.tiers {
             if !(MIN_TIERS..=MAX_TIERS).contains(&tiers.len()) {
                 return Err(invalid(
@@ -210,7 +205,7 @@ impl ClarificationType for Ranking {
                 ));
             }
             for (i, tier) in tiers.iter().enumerate() {
-                check_text(tier, MAX_LABEL_CHARS, &format!("tier {}", i + 1), LABEL)?;
+                check_text(tier, MAX_TIER_CHARS, &format!("tier {}", i + 1), LABEL)?;
                 if tiers[..i].contains(tier) {
                     return Err(invalid(
                         "duplicate_tier",
@@ -477,14 +472,19 @@ mod tests {
         assert_eq!(code(widget(json!({ "items": items(101) }))), "items_count");
         let mut bad = items(3);
         bad[2]["id"] = json!("i0");
-        assert_eq!(code(widget(json!({ "items": bad }))), "duplicate_item_id");
-        for id in ["", " ", "a\nb", &"i".repeat(101)] {
+        assert_eq!(code(widget(json!({ "items": bad }))), "duplicate_id");
+        for (id, expected) in [
+            ("", "empty_id"),
+            (" ", "empty_id"),
+            ("a\nb", "invalid_id"),
+            (&"i".repeat(101), "id_too_long"),
+        ] {
             let mut bad = items(3);
             bad[1]["id"] = json!(id);
-            assert_eq!(code(widget(json!({ "items": bad }))), "invalid_item_id");
+            assert_eq!(code(widget(json!({ "items": bad }))), expected);
         }
         let mut bad = items(3);
-        bad[1]["label"] = json!("SECRET".repeat(20));
+        bad[1]["label"] = json!("SECRET".repeat(34));
         assert_eq!(code(widget(json!({ "items": bad }))), "label_too_long");
         let mut bad = items(3);
         bad[1]["description"] = json!("d".repeat(301));

@@ -315,12 +315,10 @@ async fn curation_limits_have_stable_codes_and_create_nothing() {
         (with(&|w| w["items"] = items(501)), "items_count"),
         (
             with(&|w| w["items"][1]["id"] = json!("auth")),
-            "duplicate_item_id",
+            "duplicate_id",
         ),
-        (
-            with(&|w| w["items"][1]["id"] = json!(" ")),
-            "invalid_item_id",
-        ),
+        (with(&|w| w["items"][1]["id"] = json!(" ")), "empty_id"),
+        (with(&|w| w["items"][1]["id"] = json!("a\tb")), "invalid_id"),
         (with(&|w| w["items"][1]["label"] = json!("")), "empty_label"),
         (
             with(&|w| w["items"][1]["label"] = json!("l".repeat(201))),

@@ -432,22 +432,19 @@ async fn ranking_limits_have_stable_codes_and_create_nothing() {
         (with(&|w| w["items"] = items(101)), "items_count"),
         (
             with(&|w| w["items"][1]["id"] = json!("sso")),
-            "duplicate_item_id",
+            "duplicate_id",
         ),
-        (
-            with(&|w| w["items"][1]["id"] = json!("")),
-            "invalid_item_id",
-        ),
+        (with(&|w| w["items"][1]["id"] = json!("")), "empty_id"),
         (
             with(&|w| w["items"][1]["id"] = json!("i".repeat(101))),
-            "invalid_item_id",
+            "id_too_long",
         ),
         (
             with(&|w| w["items"][1]["label"] = json!(" ")),
             "empty_label",
         ),
         (
-            with(&|w| w["items"][1]["label"] = json!("l".repeat(81))),
+            with(&|w| w["items"][1]["label"] = json!("l".repeat(201))),
             "label_too_long",
         ),
         (
