@@ -70,6 +70,38 @@ pub fn with_note(prompt: String, note: Option<&str>) -> String {
     }
 }
 
+/// What is approved must read as what runs: invisible and direction-changing
+/// characters (bidi overrides and isolates, zero-width ones, other format
+/// and control characters but newline and tab) are shown as `⟨U+202E⟩`, so
+/// a command cannot look different from its bytes ("Trojan Source").
+pub fn visible_controls(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An agent's own text as a refusal names it: at most 60 characters, and
+/// no hidden character raw (see [`visible_controls`]).
+pub fn quoted(text: &str) -> String {
+    let short: String = text.chars().take(60).collect();
+    let ellipsis = if text.chars().count() > 60 { "…" } else { "" };
+    format!(
+        "\"{}{ellipsis}\"",
+        visible_controls(&short).replace(['\n', '\t'], " ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! input as what they are (a command, a path, JSON), every invisible or
 //! direction-changing character made visible, and the decision buttons.
 
+use crate::widgets::typed::visible_controls;
 use askama::Template;
 
 use super::{ApprovalParams, InputDisplay};
@@ -27,27 +28,6 @@ struct ApprovalView {
 struct ApprovalCard<'a> {
     card: &'a Card<'a>,
     ap: ApprovalView,
-}
-
-/// What is approved must read as what runs: invisible and direction-changing
-/// characters (bidi overrides and isolates, zero-width ones, other format
-/// and control characters but newline and tab) are shown as `⟨U+202E⟩`, so
-/// a command cannot look different from its bytes ("Trojan Source").
-fn visible_controls(text: &str) -> String {
-    let hidden = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
-    };
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if hidden(c) {
-            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The inside of an approval card.

@@ -6,6 +6,7 @@ use super::input::{
 };
 use super::*;
 use crate::widgets::check_wait;
+use crate::widgets::typed::quoted;
 
 fn len_between(
     text: &str,
@@ -30,7 +31,7 @@ fn check_labels<'a>(labels: impl Iterator<Item = &'a str>, question: &str) -> Ap
         if label.trim().is_empty() {
             return Err(invalid(
                 "empty_label",
-                format!("an option of \"{question}\" has an empty label"),
+                format!("an option of {} has an empty label", quoted(question)),
             ));
         }
         len_between(
@@ -43,7 +44,11 @@ fn check_labels<'a>(labels: impl Iterator<Item = &'a str>, question: &str) -> Ap
         if !seen.insert(label.trim()) {
             return Err(invalid(
                 "duplicate_label",
-                format!("\"{question}\" offers the label \"{label}\" twice"),
+                format!(
+                    "{} offers the label {} twice",
+                    quoted(question),
+                    quoted(label)
+                ),
             ));
         }
     }
@@ -60,7 +65,7 @@ pub(super) fn about(n: usize, question: &str) -> impl Fn(AppError) -> AppError +
         },
         AppError::Invalid { code, message } => AppError::Invalid {
             code,
-            message: format!("question {} (\"{question}\"): {message}", n + 1),
+            message: format!("question {} ({}): {message}", n + 1, quoted(question)),
         },
         other => other,
     }
@@ -106,14 +111,20 @@ fn check_question(q: &Question) -> AppResult<()> {
     Ok(())
 }
 
-/// Questions must differ: answers are keyed by their text.
+/// Questions must differ: answers are keyed by their text. The refusal
+/// names them by number: they are not checked for hidden characters yet,
+/// and an error never shows those.
 fn check_unique<'a>(questions: impl Iterator<Item = &'a str>) -> AppResult<()> {
-    let mut seen = std::collections::BTreeSet::new();
-    for q in questions {
-        if !seen.insert(q.trim()) {
+    let mut seen = std::collections::BTreeMap::new();
+    for (n, q) in questions.enumerate() {
+        if let Some(first) = seen.insert(q.trim(), n) {
             return Err(invalid(
                 "duplicate_question",
-                format!("\"{q}\" is asked twice"),
+                format!(
+                    "questions {} and {} are the same question; ask each once",
+                    first + 1,
+                    n + 1
+                ),
             ));
         }
     }
