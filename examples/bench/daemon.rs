@@ -45,17 +45,19 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `bin serve` on `data_dir` and waits for its first answer.
-    pub async fn start(bin: &Path, data_dir: &Path) -> anyhow::Result<Daemon> {
+    /// Starts `bin serve` on `data_dir` (and `database`, when given) and
+    /// waits for its first answer.
+    pub async fn start(
+        bin: &Path,
+        data_dir: &Path,
+        database: Option<&str>,
+    ) -> anyhow::Result<Daemon> {
         let spawned = Instant::now();
-        let mut child = Command::new(bin)
-            .arg("--data-dir")
-            .arg(data_dir)
+        let mut child = command(bin, data_dir, database);
+        let mut child = child
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("WIDGETD_ADMIN_PASSWORD", PASSWORD)
             .env("RUST_LOG", "warn")
-            .env_remove("WIDGETD_MASTER_KEY")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
@@ -108,15 +110,30 @@ impl Daemon {
     }
 }
 
-/// Runs a CLI command of `bin` on `data_dir` beside the daemon; its stdout.
-pub fn cli(bin: &Path, data_dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let output = Command::new(bin)
+/// `bin --data-dir data_dir` on `database` (the data dir's SQLite file when
+/// `None`), with the master key from the data dir.
+fn command(bin: &Path, data_dir: &Path, database: Option<&str>) -> Command {
+    let mut command = Command::new(bin);
+    command
         .arg("--data-dir")
         .arg(data_dir)
-        .args(args)
         .env_remove("WIDGETD_MASTER_KEY")
-        .stdin(Stdio::null())
-        .output()?;
+        .stdin(Stdio::null());
+    match database {
+        Some(url) => command.env("WIDGETD_DATABASE_URL", url),
+        None => command.env_remove("WIDGETD_DATABASE_URL"),
+    };
+    command
+}
+
+/// Runs a CLI command of `bin` on `data_dir` beside the daemon; its stdout.
+pub fn cli(
+    bin: &Path,
+    data_dir: &Path,
+    database: Option<&str>,
+    args: &[&str],
+) -> anyhow::Result<String> {
+    let output = command(bin, data_dir, database).args(args).output()?;
     anyhow::ensure!(
         output.status.success(),
         "widgetd {args:?} failed: {}",

@@ -1,16 +1,20 @@
 //! Throughput of the real daemon, as its users drive it.
 //!
-//! `cargo run --release --example bench -- [--secs N] [--json]` builds and
-//! starts the release `widgetd` on a temporary data dir on loopback, then
+//! `cargo run --release --example bench -- [--secs N] [--json]
+//! [--database-url postgres://…]` builds and starts the release `widgetd`
+//! on a temporary data dir on loopback (with `--database-url`, on a new
+//! PostgreSQL database it creates on that server and drops at the end), then
 //! measures (each phase runs N seconds, default 3; progress on stderr):
 //! the one-fsync-per-commit ceiling of SQLite on the same disk, full round
 //! trips (agent creates an env_vars widget, the person submits the form, the
 //! host drains and acks) at concurrency 1, 8 and 64, MCP calls from 200
 //! agents, authenticated reads, the memory of 10,000 idle event streams, and
-//! the daemon's idle memory and start time. See docs/performance.md.
+//! the daemon's idle memory and start time; on PostgreSQL also the server's
+//! own single-row commit rate. See docs/performance.md.
 
 mod daemon;
 mod load;
+mod postgres;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -36,13 +40,42 @@ async fn main() -> anyhow::Result<()> {
         .position(|a| a == "--secs")
         .and_then(|i| args.get(i + 1))
         .map_or(Ok(3.0), |s| s.parse())?;
+    let server = args
+        .iter()
+        .position(|a| a == "--database-url")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let streams = raise_fd_limit(STREAMS);
 
     eprintln!("bench: building the release daemon");
     let bin = daemon::build()?;
+    let database = match &server {
+        Some(server) => Some(postgres::Scratch::create(server).await?),
+        None => None,
+    };
+    let run = bench(&bin, database.as_ref(), secs, streams).await;
+    if let Some(database) = database {
+        database.drop_it().await?;
+    }
+    report(&Value::Object(run?), json_out);
+    Ok(())
+}
+
+/// Every phase, on the data dir's SQLite file or on `database`.
+async fn bench(
+    bin: &Path,
+    database: Option<&postgres::Scratch>,
+    secs: f64,
+    streams: usize,
+) -> anyhow::Result<Map<String, Value>> {
+    let url = database.map(|d| d.url.as_str());
     let dir = tempfile::tempdir()?;
     let data = dir.path().join("data");
     let mut out = Map::new();
+    out.insert(
+        "backend".into(),
+        if url.is_some() { "postgres" } else { "sqlite" }.into(),
+    );
 
     eprintln!("bench: fsync ceiling ({secs}s)");
     std::fs::create_dir_all(&data)?;
@@ -50,14 +83,21 @@ async fn main() -> anyhow::Result<()> {
         "fsync_full_commits_per_s".into(),
         round(fsync_ceiling(&data, secs).await?).into(),
     );
+    if let Some(database) = database {
+        eprintln!("bench: PostgreSQL commit ceiling ({secs}s)");
+        out.insert(
+            "postgres_commits_per_s".into(),
+            round(database.commit_ceiling(secs).await?).into(),
+        );
+    }
 
-    let first = Daemon::start(&bin, &data).await?;
+    let first = Daemon::start(bin, &data, url).await?;
     first.stop()?;
-    let daemon = Daemon::start(&bin, &data).await?;
+    let daemon = Daemon::start(bin, &data, url).await?;
     out.insert("start_ms".into(), round(daemon.start_ms).into());
     out.insert("idle_rss_mib".into(), round(daemon.rss_mib()).into());
 
-    let host = token(&bin, &data)?;
+    let host = token(bin, &data, url)?;
     let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
     let mut sessions = Vec::new();
     for _ in 0..64 {
@@ -109,11 +149,10 @@ async fn main() -> anyhow::Result<()> {
     out.insert("sse_mib_per_1k".into(), round(per_1k).into());
     out.insert("sse_widget_reached_streams".into(), reached.into());
 
-    let verify = daemon::cli(&bin, &data, &["audit", "verify"]);
+    let verify = daemon::cli(bin, &data, url, &["audit", "verify"]);
     out.insert("audit_chain_verifies".into(), verify.is_ok().into());
     daemon.stop()?;
-    report(&Value::Object(out), json_out);
-    Ok(())
+    Ok(out)
 }
 
 fn round(x: f64) -> f64 {
@@ -121,10 +160,11 @@ fn round(x: f64) -> f64 {
 }
 
 /// A host token for `admin`, minted with the CLI beside the running daemon.
-fn token(bin: &Path, data: &Path) -> anyhow::Result<String> {
+fn token(bin: &Path, data: &Path, database: Option<&str>) -> anyhow::Result<String> {
     let text = daemon::cli(
         bin,
         data,
+        database,
         &[
             "token",
             "create",
@@ -323,13 +363,17 @@ fn report(out: &Value, json_out: bool) {
         return;
     }
     let ceiling = out["fsync_full_commits_per_s"].as_f64().unwrap_or(f64::NAN);
+    let postgres = out["postgres_commits_per_s"].as_f64();
     println!("{:<34} {:>12}", "metric", "value");
     for (key, value) in out.as_object().into_iter().flatten() {
         if key == "round_trips" {
             for (c, r) in value.as_object().into_iter().flatten() {
                 let rate = r["per_s"].as_f64().unwrap_or(f64::NAN);
+                let against_postgres = postgres
+                    .map(|p| format!(", {:.2}x PostgreSQL commits", rate / p))
+                    .unwrap_or_default();
                 println!(
-                    "{:<34} {:>12} ({:.2}x fsync ceiling)",
+                    "{:<34} {:>12} ({:.2}x fsync ceiling{against_postgres})",
                     format!("round_trips_per_s {c}"),
                     rate,
                     rate / ceiling
