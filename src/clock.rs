@@ -43,3 +43,58 @@ pub fn serialize_rfc3339_opt<S: serde::Serializer>(
         None => s.serialize_none(),
     }
 }
+
+/// A stored timestamp on a page: `<time datetime="…">` with a readable UTC
+/// text for browsers without JavaScript; `static/app.js` turns it into a
+/// relative time ("3 min ago") with the exact local time on hover.
+/// Rendered with `|safe`: it holds only digits and separators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// RFC 3339, for the `datetime` attribute.
+    pub iso: String,
+    /// `2026-11-23 08:15 UTC`.
+    pub text: String,
+}
+
+impl Stamp {
+    pub fn from_ms(ms: i64) -> Self {
+        Self {
+            iso: rfc3339(ms),
+            text: readable(ms),
+        }
+    }
+
+    /// From RFC 3339 text as the API shows it; text that is not a time is
+    /// shown as it is (escaped).
+    pub fn parse(text: &str) -> Self {
+        match OffsetDateTime::parse(text, &Rfc3339) {
+            Ok(t) => {
+                Self::from_ms(i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+            }
+            Err(_) => Self {
+                iso: String::new(),
+                text: text.to_owned(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.iso.is_empty() {
+            // Not a time we made: escape it, never trust it as markup.
+            let escaped = self
+                .text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;");
+            return f.write_str(&escaped);
+        }
+        write!(
+            f,
+            r#"<time datetime="{}" title="{}">{}</time>"#,
+            self.iso, self.text, self.text
+        )
+    }
+}

@@ -20,6 +20,7 @@ pub mod events;
 pub mod exec;
 pub mod hooks;
 pub mod host;
+pub mod icons;
 pub mod ids;
 pub mod limits;
 pub mod mcp;

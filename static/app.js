@@ -74,6 +74,38 @@ window.addEventListener("pageshow", () => {
   }
 });
 
+// Humane times: every <time datetime> says how long ago ("3 min ago") in
+// words, with the exact time in the person's own time zone on hover. The
+// server writes a readable UTC time for browsers without JavaScript.
+const exactTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" });
+const shortDate = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const longDate = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric" });
+function relativeTime(date, now) {
+  const seconds = Math.round((now - date) / 1000);
+  const future = seconds < 0;
+  const s = Math.abs(seconds);
+  const say = (n, unit) => (future ? `in ${n} ${unit}` : `${n} ${unit} ago`);
+  if (s < 45) return future ? "in a moment" : "just now";
+  if (s < 3600) return say(Math.max(1, Math.round(s / 60)), "min");
+  if (s < 86400) return say(Math.round(s / 3600), "h");
+  const days = Math.round(s / 86400);
+  if (!future && days === 1) return "yesterday";
+  if (days < 7) return say(days, days === 1 ? "day" : "days");
+  return new Date(date).getFullYear() === new Date(now).getFullYear()
+    ? shortDate.format(date) : longDate.format(date);
+}
+function humaneTimes(root) {
+  const now = Date.now();
+  for (const el of root.querySelectorAll("time[datetime]")) {
+    const date = new Date(el.getAttribute("datetime"));
+    if (Number.isNaN(date.getTime())) continue;
+    el.textContent = relativeTime(date.getTime(), now);
+    el.title = exactTime.format(date);
+  }
+}
+document.addEventListener("DOMContentLoaded", () => humaneTimes(document));
+setInterval(() => humaneTimes(document), 30000);
+
 (function () {
   const transcript = document.getElementById("transcript");
   if (!transcript || !window.EventSource) return;
@@ -94,6 +126,7 @@ window.addEventListener("pageshow", () => {
       current.replaceWith(card);
     }
     updateForms(transcript);
+    humaneTimes(transcript);
   }
 
   function addMessage(data) {
@@ -103,12 +136,16 @@ window.addEventListener("pageshow", () => {
     article.id = `m-${data.message_id}`;
     const meta = document.createElement("p");
     meta.className = "meta";
-    meta.textContent = data.author || data.role;
+    meta.textContent = `${data.author || data.role} · `;
+    const time = document.createElement("time");
+    time.setAttribute("datetime", new Date().toISOString());
+    meta.append(time);
     const body = document.createElement("p");
     body.className = "body";
     body.textContent = data.text;
     article.append(meta, body);
     transcript.appendChild(article);
+    humaneTimes(article);
   }
 
   // The tab says how many requests wait: "(2) Session title · widgetd".
@@ -154,3 +191,4 @@ window.addEventListener("pageshow", () => {
   });
   events.addEventListener("message:created", (event) => addMessage(JSON.parse(event.data)));
 })();
+

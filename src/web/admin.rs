@@ -31,7 +31,7 @@ struct UserRow {
     name: String,
     role: &'static str,
     disabled: bool,
-    created_at: String,
+    created_at: clock::Stamp,
 }
 
 #[derive(Template, WebTemplate)]
@@ -58,7 +58,7 @@ async fn users_page(state: &AppState, admin: &CurrentUser) -> AppResult<UsersPag
             },
             name: u.name,
             disabled: u.disabled,
-            created_at: clock::rfc3339(u.created_at),
+            created_at: clock::Stamp::from_ms(u.created_at),
         })
         .collect();
     Ok(UsersPage {
@@ -212,7 +212,7 @@ struct AuditPage {
     user: String,
     csrf: String,
     is_admin: bool,
-    rows: Vec<(AuditRow, String)>,
+    rows: Vec<(AuditRow, clock::Stamp)>,
     since: String,
     session: String,
     action: String,
@@ -288,7 +288,7 @@ pub async fn view_audit_get(
             (r, String::new())
         })
         .map(|(r, _)| {
-            let t = clock::rfc3339(r.at);
+            let t = clock::Stamp::from_ms(r.at);
             (r, t)
         })
         .collect();

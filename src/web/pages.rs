@@ -98,7 +98,7 @@ pub async fn view_login_get(user: Option<CurrentUser>, RawQuery(query): RawQuery
 struct SessionRow {
     id: String,
     title: String,
-    created_at: String,
+    created_at: clock::Stamp,
     pending: i64,
     archived: bool,
 }
@@ -119,7 +119,7 @@ async fn sessions_page(state: &AppState, user: &CurrentUser) -> AppResult<Sessio
         .map(|(s, pending)| SessionRow {
             id: s.id.to_string(),
             title: s.title,
-            created_at: clock::rfc3339(s.created_at),
+            created_at: clock::Stamp::from_ms(s.created_at),
             pending,
             archived: s.archived_at.is_some(),
         })
@@ -485,7 +485,7 @@ struct SettingsPage {
     user: String,
     csrf: String,
     is_admin: bool,
-    vars: Vec<EnvVarInfo>,
+    vars: Vec<(EnvVarInfo, clock::Stamp)>,
     error: Option<String>,
 }
 
@@ -505,7 +505,14 @@ async fn settings_page(
     user: &CurrentUser,
     error: Option<String>,
 ) -> AppResult<SettingsPage> {
-    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, &user.id).await?;
+    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, &user.id)
+        .await?
+        .into_iter()
+        .map(|v| {
+            let changed = clock::Stamp::parse(&v.updated_at);
+            (v, changed)
+        })
+        .collect();
     Ok(SettingsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
@@ -634,7 +641,7 @@ struct RuleRow {
     tool: String,
     match_kind: String,
     input: String,
-    created_at: String,
+    created_at: clock::Stamp,
     created_by: String,
 }
 
@@ -663,7 +670,7 @@ pub async fn view_settings_approvals_get(
             tool: r.tool,
             match_kind: r.match_kind,
             input: r.input,
-            created_at: clock::rfc3339(r.created_at),
+            created_at: clock::Stamp::from_ms(r.created_at),
             created_by: r.created_by,
         })
         .collect();

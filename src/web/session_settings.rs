@@ -31,7 +31,7 @@ struct SettingsPage {
     is_admin: bool,
     session_id: String,
     title: String,
-    created_at: String,
+    created_at: clock::Stamp,
     archived: bool,
     /// Agent tokens that work now (0 or 1).
     live_tokens: i64,
@@ -72,7 +72,7 @@ pub async fn view_session_settings_get(
         is_admin: user.role == crate::auth::Role::Admin,
         session_id: session.id.to_string(),
         title: session.title,
-        created_at: clock::rfc3339(session.created_at),
+        created_at: clock::Stamp::from_ms(session.created_at),
         archived: session.archived_at.is_some(),
         live_tokens,
         new_token: new_token.map(|t| t.expose_secret().to_owned()),

@@ -26,7 +26,7 @@ pub struct TextEntry {
     /// The person who wrote a reply.
     pub author: Option<String>,
     pub body: String,
-    pub time: String,
+    pub time: clock::Stamp,
 }
 
 /// One transcript entry.
@@ -73,7 +73,7 @@ pub fn entries(
                 role: format!("{:?}", m.role).to_lowercase(),
                 author: m.author,
                 body: m.body.unwrap_or_default(),
-                time: clock::rfc3339(m.created_at),
+                time: clock::Stamp::from_ms(m.created_at),
             })),
         }
     }

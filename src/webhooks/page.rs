@@ -36,7 +36,7 @@ struct EndpointRow {
     id: String,
     url: String,
     format: String,
-    created_at: String,
+    created_at: clock::Stamp,
 }
 
 struct DeliveryRow {
@@ -68,7 +68,7 @@ struct WebhooksPage {
 /// What became of a notice, in words.
 fn state_of(d: &super::Delivery) -> String {
     match (d.delivered_at, d.failed_at, d.last_status, &d.last_error) {
-        (Some(at), ..) => format!("delivered {}", clock::rfc3339(at)),
+        (Some(at), ..) => format!("delivered {}", clock::readable(at)),
         (None, Some(_), status, error) => format!(
             "given up: {}",
             status.map_or_else(
@@ -79,7 +79,7 @@ fn state_of(d: &super::Delivery) -> String {
         (None, None, None, None) => "waiting to be sent".to_owned(),
         (None, None, status, error) => format!(
             "retrying at {} (last: {})",
-            clock::rfc3339(d.next_attempt_at),
+            clock::readable(d.next_attempt_at),
             status.map_or_else(
                 || error.clone().unwrap_or_default(),
                 |s| format!("HTTP {s}")
@@ -102,7 +102,7 @@ async fn page(
             id: e.id,
             url: e.url,
             format: e.format,
-            created_at: clock::rfc3339(e.created_at),
+            created_at: clock::Stamp::from_ms(e.created_at),
         })
         .collect();
     let log = deliveries(&mut conn, &user.id, 20)

@@ -18,7 +18,9 @@ use crate::error::{AppError, AppResult};
 /// A resolved widget's badge.
 pub struct Badge {
     pub class: &'static str,
+    /// The name of its icon (`crate::icons::svg`).
     pub icon: &'static str,
+    /// The words, with the time the widget ended as `at {when}`.
     pub text: String,
 }
 
@@ -55,9 +57,35 @@ pub struct Card<'a> {
     /// Drawn on its own page (`GET /widgets/{id}`): its forms come back
     /// there, not to the transcript.
     pub standalone: bool,
+    /// When the widget ended: `when` in the badge's words.
+    pub resolved: Option<clock::Stamp>,
 }
 
 impl Card<'_> {
+    /// The badge as HTML: its icon, its words, and the time it ended as a
+    /// `<time>` element (a relative time in the browser).
+    pub fn badge_html(&self) -> String {
+        let Some(badge) = &self.badge else {
+            return String::new();
+        };
+        let icon = crate::icons::svg(badge.icon);
+        let at = self.resolved.as_ref().and_then(|stamp| {
+            let needle = format!(" at {}", stamp.text);
+            badge.text.find(&needle).map(|i| (i, needle.len(), stamp))
+        });
+        match at {
+            Some((i, len, stamp)) => format!(
+                r#"{icon} {} <time datetime="{}" title="{}">at {}</time>{}"#,
+                crate::icons::escape(&badge.text[..i]),
+                stamp.iso,
+                stamp.text,
+                stamp.text,
+                crate::icons::escape(&badge.text[i + len..]),
+            ),
+            None => format!("{icon} {}", crate::icons::escape(&badge.text)),
+        }
+    }
+
     /// The message of the refused answer, if any.
     pub fn error_message(&self) -> Option<&str> {
         self.error.map(|e| e.message.as_str())
@@ -73,7 +101,7 @@ pub fn who(result: &Value, key: &str) -> String {
 pub fn answered_by(result: &Value, when: &str) -> Badge {
     Badge {
         class: "submitted",
-        icon: "✅",
+        icon: "check-circle",
         text: format!("Answered by {} at {when}", who(result, "answered_by")),
     }
 }
@@ -90,18 +118,18 @@ pub fn ended_badge(subject: &str, status: WidgetStatus, result: &Value, when: &s
             let by = who(result, "dismissed_by");
             (
                 "dismissed",
-                "⊘",
+                "ban",
                 format!("{subject} dismissed by {by} at {when}{note}"),
             )
         }
         WidgetStatus::Expired => (
             "expired",
-            "⌛",
+            "clock",
             format!("{subject} expired at {when}; nothing was given"),
         ),
         _ => (
             "cancelled",
-            "✕",
+            "x",
             format!("{subject} cancelled (session archived); nothing was given"),
         ),
     };
@@ -151,7 +179,11 @@ pub fn render_widget(
         .result
         .as_deref()
         .and_then(|r| serde_json::from_str(r).ok());
-    let when = widget.resolved_at.map(clock::rfc3339).unwrap_or_default();
+    let resolved = widget.resolved_at.map(clock::Stamp::from_ms);
+    let when = resolved
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
     let badge = loaded.badge(
         widget.status,
         result.as_ref().unwrap_or(&Value::Null),
@@ -168,6 +200,7 @@ pub fn render_widget(
         can_answer: viewer.can_answer,
         vault: viewer.vault,
         standalone: viewer.standalone,
+        resolved,
     };
     loaded.render(&card)
 }

@@ -320,8 +320,12 @@ pub async fn assert_inert(chrome: &Chrome, title: &str) {
               xss: typeof window.__xss,
               title: document.title,
               forbidden: [...document.querySelectorAll(
-                'script:not([src]), iframe, frame, object, embed, svg, math, img, style, base, ' +
-                '[onerror], [onload], [srcdoc], a[href^="javascript"]')].map(html),
+                'script:not([src]), iframe, frame, object, embed, math, img, style, base, ' +
+                '[onerror], [onload], [srcdoc], a[href^="javascript"], ' +
+                // The page's own icons only: in a badge or a speaker line,
+                // drawn with plain shapes.
+                'svg:not(.badge > svg.icon):not(.speaker > svg.icon), ' +
+                'svg.icon *:not(circle, line, polyline, path, rect)')].map(html),
               handlers: [...document.querySelectorAll('*')]
                 .filter(e => [...e.attributes].some(a => a.name.toLowerCase().startsWith('on')))
                 .map(html),

@@ -26,6 +26,7 @@ mod host;
 mod limits;
 mod mcp;
 mod ops;
+mod pages;
 mod questions;
 mod replies;
 mod scale_out;

@@ -241,6 +241,43 @@ impl Chrome {
         self.js("return window.__testMark === 'still-here';").await == json!(true)
     }
 
+    /// Runs a Chrome DevTools Protocol command through chromedriver.
+    pub async fn cdp(&self, cmd: &'static str, params: Value) -> Value {
+        self.client
+            .issue_cmd(Cdp { cmd, params })
+            .await
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    /// Lays pages out as on a screen `width` CSS pixels wide (a phone is
+    /// about 390, with `mobile` true).
+    pub async fn viewport(&self, width: u32, height: u32, mobile: bool) {
+        let params =
+            json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile });
+        self.cdp("Emulation.setDeviceMetricsOverride", params).await;
+    }
+
+    /// Sets `prefers-color-scheme` as a system in dark (or light) mode does.
+    pub async fn color_scheme(&self, scheme: &str) {
+        let features = json!([{ "name": "prefers-color-scheme", "value": scheme }]);
+        self.cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": features }),
+        )
+        .await;
+    }
+
+    /// Saves a PNG of the viewport as `target/screenshots/{name}`.
+    pub async fn screenshot_as(&self, name: &str) -> PathBuf {
+        let png = self.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+
     /// Saves a PNG of the viewport as `target/browser-artifacts/{name}`.
     pub async fn screenshot_to(&self, name: &str) -> PathBuf {
         let png = self.screenshot().await.unwrap();
@@ -248,6 +285,32 @@ impl Chrome {
         let path = artifacts_dir().join(name);
         std::fs::write(&path, png).unwrap();
         path
+    }
+}
+
+/// `POST /session/{id}/goog/cdp/execute`: chromedriver's door to the
+/// DevTools protocol.
+#[derive(Debug)]
+struct Cdp {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        let body = json!({ "cmd": self.cmd, "params": self.params });
+        (axum::http::Method::POST, Some(body.to_string()))
     }
 }
 

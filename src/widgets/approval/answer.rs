@@ -94,17 +94,17 @@ impl Kind for Approval {
         let (class, icon, text) = match (status, result["decision"].as_str()) {
             (WidgetStatus::AlreadyPresent, _) => (
                 "already-present",
-                "✓",
+                "check",
                 "Approved automatically (always allowed for this input)".to_owned(),
             ),
             (_, Some("once")) => (
                 "submitted",
-                "✅",
+                "check-circle",
                 format!("Approved once by {by} at {when}"),
             ),
             (_, Some("always")) => (
                 "submitted",
-                "✅",
+                "check-circle",
                 format!("Always approved by {by} at {when}"),
             ),
             _ => {
@@ -112,7 +112,7 @@ impl Kind for Approval {
                     .as_str()
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default();
-                ("denied", "⊘", format!("Denied by {by} at {when}{why}"))
+                ("denied", "ban", format!("Denied by {by} at {when}{why}"))
             }
         };
         Badge { class, icon, text }

@@ -275,12 +275,12 @@ impl Kind for EnvVars {
         match status {
             WidgetStatus::AlreadyPresent => Badge {
                 class: "already-present",
-                icon: "✓",
+                icon: "check",
                 text: format!("{names} already configured"),
             },
             _ => Badge {
                 class: "submitted",
-                icon: "✅",
+                icon: "check-circle",
                 text: format!(
                     "{names} saved (scope: {}) by {} at {when}",
                     result["scope"].as_str().unwrap_or("session"),
