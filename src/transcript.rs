@@ -66,6 +66,28 @@ pub async fn list_messages(
     .await
 }
 
+/// Up to `limit` lines before message `before` (all when `None`), oldest
+/// first: one page of the transcript, read without loading the rest.
+pub async fn list_messages_page(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+    before: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<Message>> {
+    let mut rows: Vec<Message> = sqlx::query_as(
+        "SELECT m.id, m.kind, m.role, m.body, m.widget_id, m.created_at, u.name AS author
+         FROM messages m LEFT JOIN users u ON u.id = m.author_id
+         WHERE m.session_id = $1 AND m.id < $2 ORDER BY m.id DESC LIMIT $3",
+    )
+    .bind(session)
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.reverse();
+    Ok(rows)
+}
+
 /// Most lines (text and widgets) in one transcript.
 pub const MAX_MESSAGES_PER_SESSION: i64 = 10_000;
 /// Most bytes of transcript text in one session.

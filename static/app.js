@@ -136,7 +136,10 @@ setInterval(() => humaneTimes(document), 30000);
     article.id = `m-${data.message_id}`;
     const meta = document.createElement("p");
     meta.className = "meta";
-    meta.textContent = `${data.author || data.role} · `;
+    meta.className = "meta speaker";
+    const who = document.createElement("strong");
+    who.textContent = data.author || (data.role === "agent" ? "Agent" : "System");
+    meta.append(who, " · ");
     const time = document.createElement("time");
     time.setAttribute("datetime", new Date().toISOString());
     meta.append(time);
@@ -192,3 +195,39 @@ setInterval(() => humaneTimes(document), 30000);
   events.addEventListener("message:created", (event) => addMessage(JSON.parse(event.data)));
 })();
 
+
+// The session list follows what happens: every few seconds, while the tab
+// is visible, it fetches the same page (same search, same page number) and
+// swaps in the list if anything changed; the tab title counts the pending
+// requests shown.
+(function () {
+  const list = document.getElementById("session-list");
+  if (!list || !window.fetch) return;
+  const baseTitle = document.title;
+  function updateTitle() {
+    let waiting = 0;
+    for (const item of list.querySelectorAll("[data-pending]")) waiting += Number(item.dataset.pending) || 0;
+    document.title = waiting ? `(${waiting}) ${baseTitle}` : baseTitle;
+  }
+  updateTitle();
+  async function refresh() {
+    if (document.hidden) return;
+    let response;
+    try {
+      response = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+    } catch (_) {
+      return;
+    }
+    if (!response.ok) return;
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    const fresh = page.getElementById("session-list");
+    if (!fresh) return;
+    humaneTimes(fresh);
+    if (fresh.innerHTML !== list.innerHTML) {
+      list.innerHTML = fresh.innerHTML;
+      updateTitle();
+    }
+  }
+  setInterval(refresh, 3000);
+  document.addEventListener("visibilitychange", refresh);
+})();

@@ -184,6 +184,32 @@ pub async fn list(
     .await
 }
 
+/// One page of the log, newest first: up to `limit` rows older than
+/// `before`, at or after `since`, of `session`, whose action starts with
+/// `action`.
+pub async fn list_page(
+    conn: &mut AnyConnection,
+    since: Option<i64>,
+    session: Option<&str>,
+    action: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<AuditRow>> {
+    let prefix = format!("{}%", crate::db::like_escape(action.unwrap_or_default()));
+    sqlx::query_as(
+        "SELECT * FROM audit_log WHERE at >= coalesce($1, 0) AND ($2 IS NULL OR session_id = $3)
+         AND action LIKE $4 ESCAPE '\\' AND id < $5 ORDER BY id DESC LIMIT $6",
+    )
+    .bind(since)
+    .bind(session)
+    .bind(session)
+    .bind(prefix)
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
 /// Where the chain first breaks.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainBroken {

@@ -231,6 +231,19 @@ impl Db {
 /// Inside a write transaction: tells the other daemons of the deployment,
 /// once it commits, that `session` changed, so that their event streams
 /// and long-polls wake (a no-op on SQLite).
+/// `text` for a `LIKE … ESCAPE '\\'` pattern: its `%`, `_` and `\\` match
+/// themselves.
+pub fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub async fn notify_change(conn: &mut AnyConnection, session: &str) -> sqlx::Result<()> {
     match Dialect::of(conn) {
         Dialect::Sqlite => Ok(()),

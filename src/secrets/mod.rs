@@ -168,7 +168,24 @@ pub async fn list_env_vars(conn: &mut AnyConnection, owner: &UserId) -> AppResul
     Ok(store::list_info(conn, owner)
         .await?
         .into_iter()
-        .map(|row| EnvVarInfo {
+        .map(info)
+        .collect())
+}
+
+/// One page of [`list_env_vars`]: (the page, how many in all).
+pub async fn list_env_vars_page(
+    conn: &mut AnyConnection,
+    owner: &UserId,
+    offset: i64,
+    limit: i64,
+) -> AppResult<(Vec<EnvVarInfo>, i64)> {
+    let (rows, total) = store::list_info_page(conn, owner, offset, limit).await?;
+    Ok((rows.into_iter().map(info).collect(), total))
+}
+
+fn info(row: store::InfoRow) -> EnvVarInfo {
+    {
+        EnvVarInfo {
             scope: if row.session_id.is_some() {
                 "session"
             } else {
@@ -179,8 +196,8 @@ pub async fn list_env_vars(conn: &mut AnyConnection, owner: &UserId) -> AppResul
             updated_at: clock::rfc3339(row.updated_at),
             updated_by: row.updated_by,
             key_id: row.key_id,
-        })
-        .collect())
+        }
+    }
 }
 
 /// A session's decrypted env: the owner's global values overridden by the

@@ -179,6 +179,30 @@ pub(super) async fn list_info(
     .await
 }
 
+pub(super) async fn list_info_page(
+    conn: &mut AnyConnection,
+    owner: &UserId,
+    offset: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<InfoRow>, i64)> {
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM env_vars WHERE owner_id = $1")
+        .bind(owner)
+        .fetch_one(&mut *conn)
+        .await?;
+    let rows = sqlx::query_as(
+        "SELECT e.name, e.session_id, e.updated_at, u.name AS updated_by, e.key_id
+         FROM env_vars e JOIN users u ON u.id = e.updated_by
+         WHERE e.owner_id = $1 ORDER BY e.name, e.session_id IS NOT NULL, e.session_id
+         LIMIT $2 OFFSET $3",
+    )
+    .bind(owner)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(conn)
+    .await?;
+    Ok((rows, total))
+}
+
 /// Names in a session's effective env (no decryption needed).
 pub(super) async fn effective_names(
     conn: &mut AnyConnection,

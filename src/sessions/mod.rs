@@ -174,6 +174,33 @@ pub async fn list_sessions(
     Ok(store::overview(conn, user).await?)
 }
 
+/// What the session list shows: archived sessions or the others, whose
+/// title holds `search` (any case) or whose id is `search`.
+pub struct ListQuery<'a> {
+    pub archived: bool,
+    pub search: &'a str,
+    pub offset: i64,
+    pub limit: i64,
+}
+
+/// A session on the list: with its pending widget count and when anything
+/// last happened in it (a line in the transcript, a widget ending).
+pub struct Listed {
+    pub session: Session,
+    pub pending: i64,
+    pub activity: i64,
+}
+
+/// The sessions `user` may read, most recent activity first, one page:
+/// (the page, how many match in all).
+pub async fn list_page(
+    conn: &mut AnyConnection,
+    user: &UserId,
+    query: &ListQuery<'_>,
+) -> AppResult<(Vec<Listed>, i64)> {
+    Ok(store::page(conn, user, query).await?)
+}
+
 /// The sharing of a session: `others_can` and the per-user grants by name.
 pub async fn sharing(
     conn: &mut AnyConnection,

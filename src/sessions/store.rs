@@ -103,6 +103,74 @@ pub(super) async fn overview(
     Ok(rows.into_iter().map(|r| (r.session, r.pending)).collect())
 }
 
+/// Who may read a session (`$1` the user), and the list's filter.
+const LISTED: &str = "(s.creator_id = $1 OR s.others_can <> 'none'
+       OR EXISTS (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = $1))
+     AND (lower(s.title) LIKE $2 ESCAPE '\\' OR s.id = $3)";
+
+pub(super) async fn page(
+    conn: &mut AnyConnection,
+    user: &crate::ids::UserId,
+    query: &super::ListQuery<'_>,
+) -> sqlx::Result<(Vec<super::Listed>, i64)> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        session: Session,
+        pending: i64,
+        said: i64,
+        ended: i64,
+    }
+    let archived = if query.archived {
+        "s.archived_at IS NOT NULL"
+    } else {
+        "s.archived_at IS NULL"
+    };
+    let pattern = format!(
+        "%{}%",
+        crate::db::like_escape(&query.search.trim().to_lowercase())
+    );
+    let search = query.search.trim();
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM sessions s WHERE {archived} AND {LISTED}"
+    ))
+    .bind(user)
+    .bind(&pattern)
+    .bind(search)
+    .fetch_one(&mut *conn)
+    .await?;
+    // The latest line of the transcript (by id, along the index) and the
+    // latest widget to end; the larger is the session's last activity.
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT * FROM (
+           SELECT s.id, s.creator_id, s.title, s.created_at, s.archived_at, s.others_can,
+             (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending,
+             coalesce((SELECT m.created_at FROM messages m WHERE m.session_id = s.id
+                       ORDER BY m.id DESC LIMIT 1), s.created_at) AS said,
+             coalesce((SELECT max(w.resolved_at) FROM widgets w WHERE w.session_id = s.id), 0) AS ended
+           FROM sessions s WHERE {archived} AND {LISTED}
+         ) x
+         ORDER BY CASE WHEN x.ended > x.said THEN x.ended ELSE x.said END DESC, x.id DESC
+         LIMIT $4 OFFSET $5"
+    ))
+    .bind(user)
+    .bind(&pattern)
+    .bind(search)
+    .bind(query.limit)
+    .bind(query.offset)
+    .fetch_all(conn)
+    .await?;
+    let listed = rows
+        .into_iter()
+        .map(|r| super::Listed {
+            activity: r.said.max(r.ended),
+            session: r.session,
+            pending: r.pending,
+        })
+        .collect();
+    Ok((listed, total))
+}
+
 pub(super) async fn grants(
     conn: &mut AnyConnection,
     session: &SessionId,

@@ -268,10 +268,16 @@ pub async fn view_audit_get(
             },
         ),
     };
-    let mut rows = audit::list(&mut conn, since_ms, session.as_deref()).await?;
-    rows.retain(|r| action.as_deref().is_none_or(|a| r.action.starts_with(a)));
-    rows.retain(|r| filter.before.is_none_or(|b| r.id < b));
-    rows.reverse();
+    // One more than a page: whether there are older rows.
+    let mut rows = audit::list_page(
+        &mut conn,
+        since_ms,
+        session.as_deref(),
+        action.as_deref(),
+        filter.before,
+        AUDIT_PAGE_ROWS as i64 + 1,
+    )
+    .await?;
     let older = (rows.len() > AUDIT_PAGE_ROWS).then(|| rows[AUDIT_PAGE_ROWS - 1].id);
     rows.truncate(AUDIT_PAGE_ROWS);
     let names: std::collections::HashMap<String, String> = auth::list_users(&mut conn)

@@ -98,9 +98,64 @@ pub async fn view_login_get(user: Option<CurrentUser>, RawQuery(query): RawQuery
 struct SessionRow {
     id: String,
     title: String,
-    created_at: clock::Stamp,
+    activity: clock::Stamp,
     pending: i64,
     archived: bool,
+}
+
+/// Sessions on one page of the list.
+pub const SESSIONS_PAGE_ROWS: i64 = 50;
+/// Env vars on one page of the settings.
+pub const ENV_PAGE_ROWS: i64 = 50;
+
+/// `?page=N` (from 1), as the list pages take it.
+#[derive(Deserialize, Default)]
+struct ListParams {
+    #[serde(default)]
+    q: Option<String>,
+    #[serde(default)]
+    archived: Option<String>,
+    #[serde(default)]
+    page: Option<String>,
+}
+
+impl ListParams {
+    fn parse(query: Option<&str>) -> Self {
+        serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// The page number, from 1; anything else is the first page.
+    fn page(&self) -> i64 {
+        self.page
+            .as_deref()
+            .and_then(|p| p.trim().parse::<i64>().ok())
+            .filter(|p| (1..=1_000_000).contains(p))
+            .unwrap_or(1)
+    }
+}
+
+/// Links to the pages before and after this one (`page` from 1).
+struct Pager {
+    previous: Option<String>,
+    next: Option<String>,
+    /// "Page 2 of 7".
+    label: String,
+}
+
+impl Pager {
+    /// `query` is the rest of the query string (already encoded, may be empty).
+    fn new(path: &str, query: &str, page: i64, per_page: i64, total: i64) -> Self {
+        let pages = ((total + per_page - 1) / per_page).max(1);
+        let link = |n: i64| {
+            let sep = if query.is_empty() { "" } else { "&" };
+            format!("{path}?{query}{sep}page={n}")
+        };
+        Self {
+            previous: (page > 1).then(|| link(page - 1)),
+            next: (page < pages).then(|| link(page + 1)),
+            label: format!("Page {page} of {pages}"),
+        }
+    }
 }
 
 #[derive(Template, WebTemplate)]
@@ -110,37 +165,82 @@ struct SessionsPage {
     csrf: String,
     is_admin: bool,
     sessions: Vec<SessionRow>,
+    search: String,
+    archived: bool,
+    /// How many sessions match in all (on every page).
+    total: i64,
+    /// The search as a query string for the tabs (`q=…`, or empty).
+    search_query: String,
+    pager: Pager,
 }
 
-async fn sessions_page(state: &AppState, user: &CurrentUser) -> AppResult<SessionsPage> {
-    let rows = sessions::list_sessions(&mut *state.db.read.acquire().await?, &user.id).await?;
+async fn sessions_page(
+    state: &AppState,
+    user: &CurrentUser,
+    params: &ListParams,
+) -> AppResult<SessionsPage> {
+    let search = params.q.clone().unwrap_or_default().trim().to_owned();
+    let archived = params
+        .archived
+        .as_deref()
+        .is_some_and(|a| !a.is_empty() && a != "0");
+    let page = params.page();
+    let query = sessions::ListQuery {
+        archived,
+        search: &search,
+        offset: (page - 1) * SESSIONS_PAGE_ROWS,
+        limit: SESSIONS_PAGE_ROWS,
+    };
+    let mut conn = state.db.read.acquire().await?;
+    let (rows, total) = sessions::list_page(&mut conn, &user.id, &query).await?;
     let sessions = rows
         .into_iter()
-        .map(|(s, pending)| SessionRow {
-            id: s.id.to_string(),
-            title: s.title,
-            created_at: clock::Stamp::from_ms(s.created_at),
-            pending,
-            archived: s.archived_at.is_some(),
+        .map(|r| SessionRow {
+            id: r.session.id.to_string(),
+            title: r.session.title,
+            activity: clock::Stamp::from_ms(r.activity),
+            pending: r.pending,
+            archived: r.session.archived_at.is_some(),
         })
         .collect();
+    let search_query = if search.is_empty() {
+        String::new()
+    } else {
+        serde_urlencoded::to_string([("q", &search)]).unwrap_or_default()
+    };
+    let mut rest = search_query.clone();
+    if archived {
+        rest = if rest.is_empty() {
+            "archived=1".into()
+        } else {
+            format!("archived=1&{rest}")
+        };
+    }
     Ok(SessionsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
         is_admin: user.role == crate::auth::Role::Admin,
         sessions,
+        archived,
+        total,
+        pager: Pager::new("/", &rest, page, SESSIONS_PAGE_ROWS, total),
+        search_query,
+        search,
     })
 }
 
-/// `GET /`: the user's sessions, newest first.
+/// `GET /?q=…&archived=1&page=N`: the sessions the user may read, most
+/// recent activity first, archived ones on their own list, 50 a page.
 pub async fn view_sessions_get(
     State(state): State<AppState>,
     user: Option<CurrentUser>,
+    RawQuery(query): RawQuery,
 ) -> PageResult {
     let Some(user) = user else {
         return Ok(to_login("/"));
     };
-    Ok(sessions_page(&state, &user).await?.into_response())
+    let params = ListParams::parse(query.as_deref());
+    Ok(sessions_page(&state, &user, &params).await?.into_response())
 }
 
 #[derive(Deserialize)]
@@ -215,7 +315,7 @@ enum Refused<'a> {
 }
 
 /// Entries on one page of a transcript: the most recent ones.
-const TRANSCRIPT_PAGE_ENTRIES: usize = 200;
+const TRANSCRIPT_PAGE_ENTRIES: i64 = 200;
 
 /// The session if `user` may read it.
 async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
@@ -250,12 +350,21 @@ async fn transcript_page(
 ) -> AppResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
     let access = access::person_access(&mut conn, &session, &user.id).await?;
-    let mut messages = transcript::list_messages(&mut conn, &session.id).await?;
-    messages.retain(|m| before.is_none_or(|b| m.id < b));
-    let skip = messages.len().saturating_sub(TRANSCRIPT_PAGE_ENTRIES);
-    let earlier = (skip > 0).then(|| messages[skip].id);
-    messages.drain(..skip);
-    let widgets = widgets::session_widgets(&mut conn, &session.id).await?;
+    // One more than a page: whether there are earlier entries.
+    let mut messages =
+        transcript::list_messages_page(&mut conn, &session.id, before, TRANSCRIPT_PAGE_ENTRIES + 1)
+            .await?;
+    let more = messages.len() > TRANSCRIPT_PAGE_ENTRIES as usize;
+    if more {
+        messages.remove(0);
+    }
+    let earlier = more.then(|| messages[0].id);
+    let widgets = match (messages.first(), messages.last()) {
+        (Some(first), Some(last)) => {
+            widgets::widgets_of_messages(&mut conn, &session.id, first.id, last.id).await?
+        }
+        _ => Vec::new(),
+    };
     drop(conn);
     let vault = vault_of(state, &session).await?;
     let viewer = Viewer {
@@ -487,26 +596,40 @@ struct SettingsPage {
     is_admin: bool,
     vars: Vec<(EnvVarInfo, clock::Stamp)>,
     error: Option<String>,
+    pager: Pager,
 }
 
-/// `GET /settings/env`: names, scopes and provenance; never a value.
+/// `GET /settings/env?page=N`: names, scopes and provenance, 50 a page;
+/// never a value.
 pub async fn view_settings_env_get(
     State(state): State<AppState>,
     user: Option<CurrentUser>,
+    RawQuery(query): RawQuery,
 ) -> PageResult {
     let Some(user) = user else {
         return Ok(to_login("/settings/env"));
     };
-    Ok(settings_page(&state, &user, None).await?.into_response())
+    let page = ListParams::parse(query.as_deref()).page();
+    Ok(settings_page(&state, &user, None, page)
+        .await?
+        .into_response())
 }
 
 async fn settings_page(
     state: &AppState,
     user: &CurrentUser,
     error: Option<String>,
+    page: i64,
 ) -> AppResult<SettingsPage> {
-    let vars = secrets::list_env_vars(&mut *state.db.read.acquire().await?, &user.id)
-        .await?
+    let mut conn = state.db.read.acquire().await?;
+    let (vars, total) = secrets::list_env_vars_page(
+        &mut conn,
+        &user.id,
+        (page - 1) * ENV_PAGE_ROWS,
+        ENV_PAGE_ROWS,
+    )
+    .await?;
+    let vars = vars
         .into_iter()
         .map(|v| {
             let changed = clock::Stamp::parse(&v.updated_at);
@@ -519,6 +642,7 @@ async fn settings_page(
         is_admin: user.role == crate::auth::Role::Admin,
         vars,
         error,
+        pager: Pager::new("/settings/env", "", page, ENV_PAGE_ROWS, total),
     })
 }
 
@@ -584,7 +708,7 @@ pub async fn set_env_form(
             let status = err.to_body().0;
             Ok((
                 status,
-                settings_page(&state, &user, Some(err.to_string())).await?,
+                settings_page(&state, &user, Some(err.to_string()), 1).await?,
             )
                 .into_response())
         }

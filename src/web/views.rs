@@ -5,8 +5,8 @@
 use crate::clock;
 use crate::error::AppResult;
 use crate::transcript::Message;
-use crate::widgets::WidgetRow;
 use crate::widgets::card::{self, FormError, Viewer};
+use crate::widgets::{WidgetRow, WidgetStatus};
 
 pub use crate::widgets::card::Vault;
 
@@ -17,12 +17,51 @@ pub struct WidgetCard {
     pub kind: String,
     pub status: &'static str,
     pub body: String,
+    /// When the agent asked.
+    pub asked: clock::Stamp,
+    /// Who ended it, how, and when: the person's turn in the conversation.
+    pub answer: Option<Answer>,
+}
+
+/// A person's answer to a widget, as a line of the conversation.
+pub struct Answer {
+    pub who: String,
+    /// "answered", "approved", "denied", "dismissed".
+    pub verb: &'static str,
+    pub when: clock::Stamp,
+}
+
+/// The SVG of the icon `name` (`crate::icons`), for the templates.
+pub fn icon(name: &str) -> &'static str {
+    crate::icons::svg(name)
+}
+
+/// The person who ended `widget`, if a person did.
+fn answer_of(widget: &WidgetRow) -> Option<Answer> {
+    let result: serde_json::Value = serde_json::from_str(widget.result.as_deref()?).ok()?;
+    let when = clock::Stamp::from_ms(widget.resolved_at?);
+    let by = |key: &str| result[key].as_str().map(str::to_owned);
+    let (who, verb) = match widget.status {
+        WidgetStatus::Dismissed => (by("dismissed_by")?, "dismissed"),
+        WidgetStatus::Submitted => {
+            let verb = match result["decision"].as_str() {
+                Some("deny") => "denied",
+                Some(_) => "approved",
+                None => "answered",
+            };
+            (by("answered_by").or_else(|| by("submitted_by"))?, verb)
+        }
+        _ => return None,
+    };
+    Some(Answer { who, verb, when })
 }
 
 /// A text message of the transcript.
 pub struct TextEntry {
     pub id: i64,
     pub role: String,
+    /// Who speaks: the person's name, "Agent" or "System".
+    pub speaker: String,
     /// The person who wrote a reply.
     pub author: Option<String>,
     pub body: String,
@@ -46,6 +85,8 @@ pub fn widget_card(
         kind: widget.kind.clone(),
         status: widget.status.as_str(),
         body: card::render_widget(widget, viewer, error)?,
+        asked: clock::Stamp::from_ms(widget.created_at),
+        answer: answer_of(widget),
     })
 }
 
@@ -71,6 +112,7 @@ pub fn entries(
             None => entries.push(Entry::Text(TextEntry {
                 id: m.id,
                 role: format!("{:?}", m.role).to_lowercase(),
+                speaker: m.author.clone().unwrap_or_else(|| format!("{:?}", m.role)),
                 author: m.author,
                 body: m.body.unwrap_or_default(),
                 time: clock::Stamp::from_ms(m.created_at),

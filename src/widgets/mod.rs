@@ -137,6 +137,17 @@ pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<Wi
 }
 
 /// Every widget of a session, oldest first.
+/// The widgets that stand at transcript lines `from..=to` (message ids):
+/// what one page of the transcript shows.
+pub async fn widgets_of_messages(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+    from: i64,
+    to: i64,
+) -> AppResult<Vec<WidgetRow>> {
+    Ok(store::of_messages(conn, session, from, to).await?)
+}
+
 pub async fn session_widgets(
     conn: &mut AnyConnection,
     session: &SessionId,

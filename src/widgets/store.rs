@@ -130,6 +130,26 @@ pub(super) async fn user_name(conn: &mut AnyConnection, id: &UserId) -> sqlx::Re
         .await
 }
 
+/// The widgets whose transcript lines are `from..=to` (message ids).
+pub(super) async fn of_messages(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+    from: i64,
+    to: i64,
+) -> sqlx::Result<Vec<WidgetRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = $1 AND id IN
+           (SELECT widget_id FROM messages
+            WHERE session_id = $2 AND id >= $3 AND id <= $4 AND widget_id IS NOT NULL)"
+    ))
+    .bind(session)
+    .bind(session)
+    .bind(from)
+    .bind(to)
+    .fetch_all(conn)
+    .await
+}
+
 pub(super) async fn of_session(
     conn: &mut AnyConnection,
     session: &SessionId,
