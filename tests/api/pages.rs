@@ -155,6 +155,13 @@ pub async fn tour() -> Tour {
     widget(a, &agent, s, "ask-user", question).await;
     widget(a, &agent, s, "approval", json!({ "tool": "Bash", "input": { "command": "rm -rf build" }, "reason": "Clean the build." })).await;
     widget(a, &agent, s, "clarification", clarify).await;
+    widget(a, &agent, s, "clarification", json!({ "question": "Who owns these services?",
+        "widget": { "type": "table", "columns": [
+            { "key": "name", "label": "Service" },
+            { "key": "owner", "label": "Owner", "editable": true },
+            { "key": "on_call", "label": "On call", "editable": true, "type": "boolean" },
+            { "key": "tier", "label": "Tier", "editable": true, "type": "select", "options": ["gold", "silver"] }],
+          "rows": [{ "name": "api", "owner": "alice", "tier": "gold" }, { "name": "web", "on_call": true }] } })).await;
 
     let r = app
         .post_form(
@@ -482,7 +489,7 @@ async fn the_session_list_searches_pages_orders_by_activity_and_keeps_archived_a
     for q in ["deploy", "100%", "EU_SITE", deploy.as_str()] {
         let query = serde_urlencoded::to_string([("q", q)]).unwrap();
         let found = app.page(&browser, &format!("/?{query}")).await;
-        assert_eq!(listed(&found), [deploy.clone()], "{q}");
+        assert_eq!(listed(&found), std::slice::from_ref(&deploy), "{q}");
     }
     let found = app.page(&browser, "/?q=10%25").await;
     assert!(listed(&found).is_empty(), "`%` matches itself only");
@@ -504,7 +511,7 @@ async fn the_session_list_searches_pages_orders_by_activity_and_keeps_archived_a
     let active = app.page(&browser, "/?q=deploy").await;
     assert!(listed(&active).is_empty());
     let archived = app.page(&browser, "/?archived=1").await;
-    assert_eq!(listed(&archived), [deploy.clone()]);
+    assert_eq!(listed(&archived), std::slice::from_ref(&deploy));
     assert!(archived.contains("archived</span>"));
     assert_eq!(listed(&app.page(&browser, "/").await).len(), 50);
     // A page past the end is empty, not an error; nonsense is page 1.
@@ -595,7 +602,8 @@ async fn the_transcript_reads_as_a_conversation() {
             "Agent", "alice", // the approval, approved
             "Agent", "alice", // the clarification, dismissed
             "alice", // her reply
-            "Agent", "Agent", "Agent", "Agent", "Agent", // a line and four waiting requests
+            "Agent", "Agent", "Agent", "Agent", "Agent",
+            "Agent", // a line and five waiting requests
         ],
         "{turns:#?}"
     );
