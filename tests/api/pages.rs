@@ -162,6 +162,10 @@ pub async fn tour() -> Tour {
             { "key": "on_call", "label": "On call", "editable": true, "type": "boolean" },
             { "key": "tier", "label": "Tier", "editable": true, "type": "select", "options": ["gold", "silver"] }],
           "rows": [{ "name": "api", "owner": "alice", "tier": "gold" }, { "name": "web", "on_call": true }] } })).await;
+    widget(a, &agent, s, "clarification", json!({ "question": "Which field does each column fill?",
+        "widget": { "type": "mapping",
+          "left": [{ "id": "email", "label": "E-mail address" }, { "id": "full_name", "label": "Full name" }],
+          "right": [{ "id": "contact.email", "label": "Email" }, { "id": "contact.name", "label": "Name" }] } })).await;
 
     let r = app
         .post_form(
@@ -602,8 +606,8 @@ async fn the_transcript_reads_as_a_conversation() {
             "Agent", "alice", // the approval, approved
             "Agent", "alice", // the clarification, dismissed
             "alice", // her reply
-            "Agent", "Agent", "Agent", "Agent", "Agent",
-            "Agent", // a line and five waiting requests
+            "Agent", "Agent", "Agent", "Agent", "Agent", "Agent",
+            "Agent", // a line and six waiting requests
         ],
         "{turns:#?}"
     );
