@@ -39,13 +39,31 @@
     list.replaceWith(lanes);
   }
 
+  // The grip drawn as SVG: no glyph that needs a symbol font.
+  function gripIcon() {
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    for (const [name, value] of [["class", "icon"], ["viewBox", "0 0 24 24"], ["width", "16"],
+      ["height", "16"], ["aria-hidden", "true"], ["focusable", "false"], ["fill", "currentColor"]]) {
+      svg.setAttribute(name, value);
+    }
+    for (const [cx, cy] of [[9, 6], [15, 6], [9, 12], [15, 12], [9, 18], [15, 18]]) {
+      const dot = document.createElementNS(ns, "circle");
+      dot.setAttribute("cx", cx);
+      dot.setAttribute("cy", cy);
+      dot.setAttribute("r", "1.7");
+      svg.append(dot);
+    }
+    return svg;
+  }
+
   function enhance(fieldset) {
     if (tiered(fieldset)) buildLanes(fieldset);
     for (const item of fieldset.querySelectorAll("li.rank-item")) {
       const handle = document.createElement("button");
       handle.type = "button";
       handle.className = "rank-handle";
-      handle.textContent = "⠿";
+      handle.append(gripIcon());
       item.prepend(handle);
       item.querySelector("label.rank-control").hidden = true;
     }

@@ -324,7 +324,7 @@ pub async fn assert_inert(chrome: &Chrome, title: &str) {
                 '[onerror], [onload], [srcdoc], a[href^="javascript"], ' +
                 // The page's own icons only: in a badge or a speaker line,
                 // drawn with plain shapes.
-                'svg:not(.badge > svg.icon):not(.speaker > svg.icon), ' +
+                'svg:not(.badge > svg.icon):not(.speaker > svg.icon):not(.rank-handle > svg.icon), ' +
                 'svg.icon *:not(circle, line, polyline, path, rect)')].map(html),
               handlers: [...document.querySelectorAll('*')]
                 .filter(e => [...e.attributes].some(a => a.name.toLowerCase().startsWith('on')))

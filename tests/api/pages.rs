@@ -166,6 +166,15 @@ pub async fn tour() -> Tour {
         "widget": { "type": "mapping",
           "left": [{ "id": "email", "label": "E-mail address" }, { "id": "full_name", "label": "Full name" }],
           "right": [{ "id": "contact.email", "label": "Email" }, { "id": "contact.name", "label": "Name" }] } })).await;
+    widget(a, &agent, s, "clarification", json!({ "question": "What should we build first?",
+        "widget": { "type": "ranking", "items": [
+            { "id": "sso", "label": "Single sign-on" },
+            { "id": "csv", "label": "CSV export", "description": "asked for by three customers" }] } })).await;
+    widget(a, &agent, s, "clarification", json!({ "question": "Which tests stay in the quick run?",
+        "widget": { "type": "curation", "items": [
+            { "id": "auth", "label": "tests/auth.rs", "metadata": { "suite": "unit", "size": 12 } },
+            { "id": "billing", "label": "tests/billing.rs", "metadata": { "suite": "integration", "size": 340 } }],
+          "columns": ["size"], "group_by": "suite", "default_state": "all_selected", "searchable": true } })).await;
 
     let r = app
         .post_form(
@@ -606,8 +615,8 @@ async fn the_transcript_reads_as_a_conversation() {
             "Agent", "alice", // the approval, approved
             "Agent", "alice", // the clarification, dismissed
             "alice", // her reply
-            "Agent", "Agent", "Agent", "Agent", "Agent", "Agent",
-            "Agent", // a line and six waiting requests
+            "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent",
+            "Agent", // a line and eight waiting requests
         ],
         "{turns:#?}"
     );
