@@ -143,7 +143,7 @@ pub async fn tour() -> Tour {
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "the reply is sent");
     said(a, &agent, s, "Understood. A few more questions:").await;
     // Pending, one of each kind.
-    widget(
+    let waiting = widget(
         a,
         &agent,
         s,
@@ -195,6 +195,7 @@ pub async fn tour() -> Tour {
         ("password", "/settings/password".to_owned()),
         ("users", "/admin/users".to_owned()),
         ("audit", "/admin/audit".to_owned()),
+        ("widget-page", format!("/widgets/{waiting}")),
     ];
     Tour {
         app,
