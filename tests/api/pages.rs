@@ -175,6 +175,12 @@ pub async fn tour() -> Tour {
             { "id": "auth", "label": "tests/auth.rs", "metadata": { "suite": "unit", "size": 12 } },
             { "id": "billing", "label": "tests/billing.rs", "metadata": { "suite": "integration", "size": 340 } }],
           "columns": ["size"], "group_by": "suite", "default_state": "all_selected", "searchable": true } })).await;
+    widget(a, &agent, s, "clarification", json!({ "question": "How should the docs be organised?",
+        "widget": { "type": "tree", "nodes": [
+            { "id": "guide", "label": "Guide" },
+            { "id": "install", "label": "Install", "parent_id": "guide" },
+            { "id": "reference", "label": "Reference" }],
+          "allow_reparent": true, "allow_delete": true, "allow_rename": true, "allow_add": true } })).await;
 
     let r = app
         .post_form(
@@ -616,8 +622,8 @@ async fn the_transcript_reads_as_a_conversation() {
             "Agent", "alice", // the approval, approved
             "Agent", "alice", // the clarification, dismissed
             "alice", // her reply
-            "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent",
-            "Agent", // a line and eight waiting requests
+            "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent", "Agent",
+            "Agent", // a line and nine waiting requests
         ],
         "{turns:#?}"
     );
