@@ -363,7 +363,10 @@ impl AgentTools {
     /// `{id, label, group?}` a side; `allow_unmapped`, `allow_many_to_one`);
     /// `tree` (1 to 500 nodes `{id, label, parent_id?, metadata?}`; the user
     /// moves, renames, deletes or adds as `allow_reparent`, `allow_rename`,
-    /// `allow_delete`, `allow_add` say).
+    /// `allow_delete`, `allow_add` say);
+    /// `annotation` (`image`: the file as base64, PNG, JPEG or WebP of at
+    /// most 2 MiB, never a path or URL; `tools` ⊆ rectangle, circle, arrow,
+    /// text: the user draws on it).
     /// The user can always
     /// answer in their own words, beside the widget or instead of it, or
     /// dismiss the question (maybe with a note). The answer is
@@ -371,7 +374,8 @@ impl AgentTools {
     /// `{"selected": [label…]}` (empty when the user only typed);
     /// for `mapping`, `{"mappings": [{"left", "right"}…]}` (ids);
     /// for `tree`, `{"nodes": [...]}` with the edits applied (new nodes'
-    /// ids start `new-`);
+    /// ids start `new-`); for `annotation`, `{"annotations": [{"tool",
+    /// "coords", "text"?}…]}` in image pixels;
     /// `freeform` is the typed text ("" when none).
     /// Returns `{widget_id, status: "pending"}` at once, whether or not
     /// anyone has the transcript open (the question waits there):

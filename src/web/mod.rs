@@ -69,6 +69,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/widgets/{id}", get(pages::view_widget_page_get))
         .route("/static/{name}", get(pages::static_file))
+        .route("/widgets/{id}/image", get(pages::view_widget_image_get))
         .route("/admin/users", get(admin::view_users_get))
         .route("/admin/users/{action}", post(admin::change_user_form))
         .route("/admin/audit", get(admin::view_audit_get))

@@ -588,6 +588,22 @@ async fn widget_page(
     })
 }
 
+/// `GET /widgets/{id}/image`: the image of an `annotation` clarification,
+/// with the type its magic bytes showed, for people who may see the
+/// widget's session (the page's `<img>`; never inlined into the page).
+pub async fn view_widget_image_get(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> PageResult {
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let row = widgets::get_widget(&mut *state.db.read.acquire().await?, &id).await?;
+    readable(&state, &user, row.session_id.as_str()).await?;
+    let (content_type, bytes) = widgets::clarification::annotation_image(&row.kind, &row.params)
+        .ok_or(AppError::NotFound("image"))?;
+    Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "settings_env.html")]
 struct SettingsPage {
@@ -745,6 +761,7 @@ const APP_JS: &str = concat!(
     include_str!("../../static/clarification/ranking.js"),
     include_str!("../../static/clarification/curation.js"),
     include_str!("../../static/clarification/tree.js"),
+    include_str!("../../static/clarification/annotation.js"),
 );
 
 /// `GET /static/…`: the stylesheet and script, compiled into the binary.

@@ -2,7 +2,7 @@
 //! answer them with their cookie session (CSRF-checked).
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -43,7 +43,9 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             "/api/v1/sessions/{id}/widgets/clarification",
-            post(create_widget::<Clarification>),
+            // An `annotation` carries its image (2 MiB, about 2.8 MB as
+            // base64): more than the 2 MB other bodies may have.
+            post(create_widget::<Clarification>).layer(DefaultBodyLimit::max(4 * 1024 * 1024)),
         )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/widgets/{id}", get(read_widget))

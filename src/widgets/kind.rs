@@ -115,6 +115,10 @@ pub trait Kind: Send + Sync + 'static {
 
     /// The inside of the widget's card, from the kind's own template.
     fn render(params: &Self::Params, card: &Card<'_>) -> AppResult<String>;
+
+    /// Takes out of the stored params (as JSON) what the agent's view of
+    /// the widget leaves out. Default: nothing.
+    fn public_params(_params: &mut Value) {}
 }
 
 /// A person's answer as it arrived at `POST /widgets/{id}/submit`.
@@ -268,6 +272,7 @@ impl Loaded for Lapsed {
 pub(crate) trait Registered: Send + Sync {
     fn handles(&self, kind: &str) -> bool;
     fn load(&self, params: &str) -> serde_json::Result<Box<dyn Loaded>>;
+    fn public_params(&self, params: &mut Value);
     fn submit<'a>(
         &'a self,
         state: &'a AppState,
@@ -295,6 +300,10 @@ impl<K: Kind> Registered for Entry<K> {
         Ok(Box::new(Stored::<K>(params)))
     }
 
+    fn public_params(&self, params: &mut Value) {
+        K::public_params(params);
+    }
+
     fn submit<'a>(
         &'a self,
         state: &'a AppState,
@@ -319,6 +328,13 @@ const KINDS: &[&dyn Registered] = &[
 /// The registered kind that reads `widgets.kind = kind`.
 pub(crate) fn find(kind: &str) -> Option<&'static dyn Registered> {
     KINDS.iter().copied().find(|k| k.handles(kind))
+}
+
+/// The params of a stored widget of kind `kind` as its agent sees them.
+pub(crate) fn public_params(kind: &str, params: &mut Value) {
+    if let Some(k) = find(kind) {
+        k.public_params(params);
+    }
 }
 
 /// Why a stored widget could not be read.

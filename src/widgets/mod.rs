@@ -109,8 +109,10 @@ pub struct WidgetView {
 impl From<WidgetRow> for WidgetView {
     fn from(w: WidgetRow) -> Self {
         let parse = |text: &str| serde_json::from_str(text).unwrap_or(Value::Null);
+        let mut params = parse(&w.params);
+        kind::public_params(&w.kind, &mut params);
         Self {
-            params: parse(&w.params),
+            params,
             result: w.result.as_deref().map(parse),
             widget_id: w.id,
             session_id: w.session_id,

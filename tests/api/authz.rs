@@ -92,6 +92,9 @@ const TABLE: &[Row] = &[
     row("GET", "/widgets/{id}", Cookie, "....c.p.."),
     row("POST", "/widgets/{id}/submit", Cookie, "....c.p.."),
     row("POST", "/widgets/{id}/dismiss", Cookie, "....c.p.."),
+    // The fixture's widget has no image: nobody gets one (the annotation
+    // tests check who gets an image that exists).
+    row("GET", "/widgets/{id}/image", Cookie, "........."),
     row("GET", "/settings/env", Cookie, "....cvpsm"),
     row("POST", "/settings/env", Cookie, "....cvpsm"),
     row("POST", "/settings/env/delete", Cookie, "....cvpsm"),

@@ -320,7 +320,7 @@ pub async fn assert_inert(chrome: &Chrome, title: &str) {
               xss: typeof window.__xss,
               title: document.title,
               forbidden: [...document.querySelectorAll(
-                'script:not([src]), iframe, frame, object, embed, math, img, style, base, ' +
+                'script:not([src]), iframe, frame, object, embed, math, img:not(.annotation-image), style, base, ' +
                 '[onerror], [onload], [srcdoc], a[href^="javascript"], ' +
                 // The page's own icons only: in a badge or a speaker line,
                 // drawn with plain shapes.
@@ -332,6 +332,9 @@ pub async fn assert_inert(chrome: &Chrome, title: &str) {
               links: [...document.querySelectorAll('a[href], area[href]')]
                 .filter(a => !['http:', 'https:'].includes(a.protocol)).map(html),
               scripts: [...document.scripts].map(s => s.getAttribute('src')),
+              // An annotation's image is the daemon's own, and nothing else.
+              images: [...document.querySelectorAll('img.annotation-image')]
+                .filter(i => !/^\/widgets\/[A-Za-z0-9_-]+\/image$/.test(i.getAttribute('src'))).map(html),
               instructions: [...document.querySelectorAll('.instructions *, .markdown *')]
                 .filter(e => !allowed.includes(e.tagName)
                   || [...e.attributes].some(a => !['href', 'rel'].includes(a.name)))
@@ -348,7 +351,7 @@ pub async fn assert_inert(chrome: &Chrome, title: &str) {
         .filter(|(n, _)| n.parse::<u32>().is_ok())
         .map_or(shown, |(_, rest)| rest);
     assert_eq!(shown, title, "{found:#}");
-    for key in ["forbidden", "handlers", "links", "instructions"] {
+    for key in ["forbidden", "handlers", "links", "instructions", "images"] {
         assert_eq!(found[key], json!([]), "{key} reached the DOM: {found:#}");
     }
     assert_eq!(found["scripts"], json!(["/static/app.js"]), "{found:#}");

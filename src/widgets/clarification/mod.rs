@@ -5,9 +5,11 @@
 //! used alone, with the widget, or not at all. Answers are not secrets:
 //! they go back to the agent in the resume prompt, bounded in length.
 
+mod annotation;
 mod card;
 mod choice;
 mod curation;
+mod image;
 mod items;
 mod mapping;
 mod ranking;
@@ -228,6 +230,32 @@ impl Kind for Clarification {
     fn render(params: &ClarificationParams, card: &Card<'_>) -> AppResult<String> {
         card::render(params, card)
     }
+
+    fn public_params(params: &mut Value) {
+        let Some(widget) = params.get_mut("widget") else {
+            return;
+        };
+        let ty = widget
+            .get("type")
+            .and_then(Value::as_str)
+            .and_then(types::find);
+        if let Some(ty) = ty {
+            ty.public(widget);
+        }
+    }
+}
+
+/// The image of an `annotation` clarification stored as `params` (a
+/// `widgets.params` of kind `kind`): its checked content type and bytes.
+pub fn annotation_image(kind: &str, params: &str) -> Option<(String, Vec<u8>)> {
+    if kind != Clarification::NAME {
+        return None;
+    }
+    let params: ClarificationParams = serde_json::from_str(params).ok()?;
+    if params.widget["type"] != <annotation::Annotation as types::ClarificationType>::TYPE {
+        return None;
+    }
+    annotation::image_of(&serde_json::from_value(params.widget).ok()?)
 }
 
 /// `structured` as the prompt carries it: compact JSON, or past

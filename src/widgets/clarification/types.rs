@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::annotation::Annotation;
 use super::choice::Choice;
 use super::curation::Curation;
 use super::mapping::Mapping;
@@ -64,6 +65,11 @@ pub trait ClarificationType: Send + Sync + 'static {
     /// (`templates/widgets/clarification/TYPE.html`): form controls, a
     /// read-only view, or the answer (see [`Mode`]).
     fn render(params: &Self::Params, part: &Part<'_>) -> AppResult<String>;
+
+    /// Takes out of the stored params what the agent's view of the widget
+    /// (`get_widget_status`, `GET /api/v1/widgets/{id}`) leaves out, such
+    /// as an image's bytes. Default: nothing.
+    fn public(_params: &mut Value) {}
 }
 
 /// A checked `structured` answer.
@@ -113,6 +119,7 @@ pub trait AnyType: Sync {
     fn structured(&self, params: &Value, source: Source<'_>) -> AppResult<Structured>;
     fn compact(&self, params: &Value, structured: &Value) -> AppResult<Value>;
     fn render(&self, params: &Value, part: &Part<'_>) -> AppResult<String>;
+    fn public(&self, params: &mut Value);
 }
 
 struct Entry<T>(PhantomData<fn() -> T>);
@@ -157,6 +164,10 @@ impl<T: ClarificationType> AnyType for Entry<T> {
     fn render(&self, params: &Value, part: &Part<'_>) -> AppResult<String> {
         T::render(&stored::<T>(params)?, part)
     }
+
+    fn public(&self, params: &mut Value) {
+        T::public(params);
+    }
 }
 
 /// Every type `request_clarification` takes. A new type is added here and
@@ -168,6 +179,7 @@ const TYPES: &[&dyn AnyType] = &[
     &Entry::<Ranking>::NEW,
     &Entry::<Curation>::NEW,
     &Entry::<Tree>::NEW,
+    &Entry::<Annotation>::NEW,
 ];
 
 /// The type named `name`.
@@ -244,4 +256,7 @@ pub enum WidgetSchema {
     /// Let the user edit a tree of 1 to 500 nodes: move, rename, delete
     /// or add, as allowed.
     Tree(<Tree as ClarificationType>::Input),
+    /// Let the user draw on an image (base64 PNG, JPEG or WebP, at most
+    /// 2 MiB) with the given tools.
+    Annotation(<Annotation as ClarificationType>::Input),
 }
