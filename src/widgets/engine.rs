@@ -179,7 +179,10 @@ pub(crate) async fn submit_as<K: Kind>(
 ) -> AppResult<WidgetView> {
     let answer = K::read(body)?;
     let mut tx = state.db.begin_write().await?;
-    let (widget, session) = answerable(&mut tx, id, user).await?;
+    let (widget, session) = match answerable(&mut tx, id, user).await {
+        Ok(found) => found,
+        Err(err) => return Err(refused_once_settled(tx, err).await),
+    };
     let params: K::Params =
         serde_json::from_str(&widget.params).map_err(|e| unreadable(&widget, e))?;
     let by = store::user_name(&mut tx, user).await?;
@@ -211,7 +214,10 @@ pub async fn dismiss_widget(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session) = answerable(&mut tx, id, user).await?;
+    let (widget, session) = match answerable(&mut tx, id, user).await {
+        Ok(found) => found,
+        Err(err) => return Err(refused_once_settled(tx, err).await),
+    };
     let loaded = kind::load(&widget.kind, &widget.params).map_err(|e| match e {
         Unloadable::UnknownKind => kind::unsupported(&widget.kind, true),
         Unloadable::Unreadable(e) => unreadable(&widget, e),
@@ -267,6 +273,21 @@ async fn answerable(
     Ok((widget, session))
 }
 
+/// An answer refused because the widget is no longer pending. On SQLite
+/// the answer that ended it may sit uncommitted in the same write batch:
+/// the refusal waits for that batch's commit (its own savepoint changed
+/// nothing), so that what it says, and what a page shows next, is on disk.
+/// A batch that failed is reported as that failure instead.
+async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
+    if !matches!(err, AppError::WidgetNotPending(_)) {
+        return err;
+    }
+    match tx.commit().await {
+        Ok(()) => err,
+        Err(failed) => failed.into(),
+    }
+}
+
 /// A person's answer to a widget, as recorded.
 struct Answer<'a> {
     to: WidgetStatus,
@@ -294,7 +315,9 @@ async fn finish(
         result: &answer.result,
         by: Some(answer.user),
     };
-    transition(&mut tx, state, widget, loaded, change, &cause).await?;
+    if let Err(err) = transition(&mut tx, state, widget, loaded, change, &cause).await {
+        return Err(refused_once_settled(tx, err).await);
+    }
     let view = super::get_widget(&mut tx, &widget.id).await?.into();
     tx.commit().await?;
     state.hub.publish(&widget.session_id);
