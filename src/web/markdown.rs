@@ -19,6 +19,9 @@ static CLEANER: LazyLock<Builder<'static>> = LazyLock::new(|| {
             "a",
             HashSet::from(["href"]),
         )]))
+        // No attribute on every tag (ammonia keeps `title` and `lang`
+        // otherwise, and a link title is the agent's text in an attribute).
+        .generic_attributes(HashSet::new())
         .url_schemes(HashSet::from(["http", "https"]))
         .url_relative(UrlRelative::Deny)
         .link_rel(Some("noopener noreferrer nofollow"));
@@ -41,6 +44,16 @@ pub fn render(markdown: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::render;
+
+    #[test]
+    fn a_link_title_is_dropped() {
+        let html = render("[x](<!--]]>\"\n\") and [y](https://example.com \"hover\")");
+        assert!(!html.contains("title"), "{html}");
+        assert!(
+            html.contains(r#"<a href="https://example.com" rel="#),
+            "{html}"
+        );
+    }
 
     #[test]
     fn keeps_emphasis_lists_and_http_links() {
