@@ -152,18 +152,24 @@ impl Scene {
     /// The host drains the session's prompts (long-polling) and acks each;
     /// returns how long the drain and the acks took.
     pub async fn drain_and_ack(&self, session: &Session) -> anyhow::Result<(Instant, Samples)> {
-        let body: Value = self
-            .client
-            .get(format!(
-                "{}/api/v1/sessions/{}/prompts?wait=10",
-                self.url, session.id
-            ))
-            .bearer_auth(&self.host)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
+        let url = format!(
+            "{}/api/v1/sessions/{}/prompts?wait=10",
+            self.url, session.id
+        );
+        let mut busy = 0;
+        let response = loop {
+            let response = self.client.get(&url).bearer_auth(&self.host).send().await?;
+            // One host may hold 16 long-polls at once (`src/stream_limits.rs`);
+            // 64 workers sharing one host token wait for a place, as a host
+            // with that many sessions would.
+            if response.status() == StatusCode::TOO_MANY_REQUESTS && busy < 1000 {
+                busy += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                continue;
+            }
+            break response;
+        };
+        let body: Value = response.error_for_status()?.json().await?;
         let drained = Instant::now();
         let mut acks = Samples::default();
         let prompts = body["prompts"].as_array().cloned().unwrap_or_default();
@@ -199,21 +205,40 @@ pub struct RoundTrips {
     pub ack: Samples,
 }
 
-/// `sessions.len()` workers doing full round trips for `secs`.
-pub async fn round_trips(scene: &Scene, sessions: &[Session], secs: f64) -> RoundTrips {
+/// An agent may add 30 widgets at once (then one every 2 s, `src/limits.rs`):
+/// a worker moves to a new session, as a new conversation would, before that.
+const ROUND_TRIPS_PER_SESSION: usize = 25;
+
+/// `concurrency` workers doing full round trips for `secs`, each in
+/// sessions of its own.
+pub async fn round_trips(scene: &Scene, concurrency: usize, secs: f64) -> RoundTrips {
     let until = Instant::now() + Duration::from_secs_f64(secs);
-    let workers = sessions.iter().cloned().map(|session| {
+    let workers = (0..concurrency).map(|_| {
         let scene = scene.clone();
         tokio::spawn(async move {
             let mut out = RoundTrips::default();
+            let mut session = None;
             while Instant::now() < until {
+                if out.done % ROUND_TRIPS_PER_SESSION == 0 {
+                    match scene.session().await {
+                        Ok(fresh) => session = Some(fresh),
+                        Err(e) => {
+                            eprintln!("bench: a session could not be created: {e}");
+                            break;
+                        }
+                    }
+                }
+                let session = session.as_ref().expect("created above");
                 // A fresh name each time: one already set is answered at once.
                 let round = NEXT_NAME.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let name = format!("BENCH_KEY_{round}");
                 let t = Instant::now();
-                let Ok(widget) = scene.create_widget(&session, &name).await else {
-                    eprintln!("bench: a create failed");
-                    break;
+                let widget = match scene.create_widget(session, &name).await {
+                    Ok(widget) => widget,
+                    Err(e) => {
+                        eprintln!("bench: a create failed: {e}");
+                        break;
+                    }
                 };
                 out.create.add(t);
                 let t = Instant::now();
@@ -223,7 +248,7 @@ pub async fn round_trips(scene: &Scene, sessions: &[Session], secs: f64) -> Roun
                 }
                 out.submit.add(t);
                 let t = Instant::now();
-                match scene.drain_and_ack(&session).await {
+                match scene.drain_and_ack(session).await {
                     Ok((drained, acks)) => {
                         out.drain.0.push((drained - t).as_secs_f64() * 1000.0);
                         out.ack.merge(acks);

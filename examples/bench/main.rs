@@ -99,15 +99,11 @@ async fn bench(
 
     let host = token(bin, &data, url)?;
     let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
-    let mut sessions = Vec::new();
-    for _ in 0..64 {
-        sessions.push(scene.session().await?);
-    }
     let mut trips = Map::new();
     for c in [1, 8, 64] {
         eprintln!("bench: round trips at concurrency {c} ({secs}s)");
         let started = Instant::now();
-        let r = load::round_trips(&scene, &sessions[..c], secs).await;
+        let r = load::round_trips(&scene, c, secs).await;
         let rate = r.done as f64 / started.elapsed().as_secs_f64();
         let mut steps = Map::new();
         for (name, s) in [
@@ -135,9 +131,10 @@ async fn bench(
     out.insert("mcp_calls".into(), mcp.0.len().into());
 
     eprintln!("bench: reads ({secs}s)");
-    let widget = scene.create_widget(&sessions[0], "BENCH_READ").await?;
+    let reading = scene.session().await?;
+    let widget = scene.create_widget(&reading, "BENCH_READ").await?;
     let started = Instant::now();
-    let n = load::reads(&scene, &sessions[0], &widget, 64, secs).await;
+    let n = load::reads(&scene, &reading, &widget, 64, secs).await;
     out.insert(
         "reads_per_s".into(),
         round(n as f64 / started.elapsed().as_secs_f64()).into(),
@@ -277,21 +274,32 @@ fn object(value: Value) -> Map<String, Value> {
     }
 }
 
-/// Opens `n` event streams over 50 sessions, measures the daemon's memory
-/// growth per 1,000 streams, then creates a widget in the first session and
-/// counts how many of that session's streams see it.
+/// Opens `n` event streams, 16 per session (an agent's cap, like a
+/// person's) and 64 per client address (bound to 127.0.0.2, 127.0.0.3, …:
+/// the cap per address), measures the daemon's memory growth per 1,000
+/// streams, then creates a widget in the first session and counts how many
+/// of that session's streams see it.
 async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Result<(f64, usize)> {
+    const PER_SESSION: usize = 16;
+    const PER_ADDRESS: usize = 64;
     let mut sessions = Vec::new();
-    for _ in 0..50 {
+    for _ in 0..n.div_ceil(PER_SESSION) {
         sessions.push(scene.session().await?);
     }
+    let clients = (0..n.div_ceil(PER_ADDRESS))
+        .map(|k| {
+            let address = std::net::Ipv4Addr::new(127, 0, 1 + (k / 250) as u8, 2 + (k % 250) as u8);
+            reqwest::Client::builder()
+                .local_address(std::net::IpAddr::V4(address))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let before = daemon.rss_mib();
     let mut streams = Vec::with_capacity(n);
     for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
-        let opening = chunk.iter().map(|i| {
-            let session: &Session = &sessions[i % sessions.len()];
-            scene
-                .client
+        let opening = chunk.iter().map(|&i| {
+            let session: &Session = &sessions[i / PER_SESSION];
+            clients[i / PER_ADDRESS]
                 .get(format!(
                     "{}/api/v1/sessions/{}/events",
                     scene.url, session.id
@@ -309,7 +317,7 @@ async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Resul
     let per_1k = (daemon.rss_mib() - before) / (n as f64 / 1000.0);
 
     scene.create_widget(&sessions[0], "BENCH_STREAM").await?;
-    let watched: Vec<_> = streams.into_iter().step_by(sessions.len()).collect();
+    let watched: Vec<_> = streams.into_iter().take(PER_SESSION).collect();
     let reads = watched.into_iter().map(|mut stream| async move {
         let mut seen = String::new();
         let deadline = tokio::time::sleep(Duration::from_secs(10));
