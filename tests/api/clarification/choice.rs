@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, prompt_of, unchanged, widget};
+use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
@@ -45,13 +45,7 @@ async fn a_choice_asked_over_mcp_is_answered_in_chromium() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &s.session).await;
 
     // The card arrives live, with its options, markdown and the text box.
     let id = ask(&client, regions(false)).await;
@@ -452,13 +446,7 @@ async fn agent_written_labels_and_markdown_are_inert() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &session).await;
 
     // The corpus as questions, labels, descriptions and markdown, in
     // widgets of 9 options each, arriving while the page is open.

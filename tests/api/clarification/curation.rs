@@ -7,7 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, prompt_of, unchanged, widget};
+use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
@@ -70,13 +70,7 @@ async fn a_curation_asked_over_mcp_is_searched_ticked_and_sent_in_chromium() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &s.session).await;
 
     let id = ask(&client, files("all_selected")).await;
     let card = format!("#w-{id}");
@@ -452,13 +446,7 @@ async fn agent_written_labels_metadata_and_groups_are_inert() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &session).await;
 
     // The corpus as ids, labels, metadata keys and values (shown as a
     // column and as the groups), arriving while the page is open.

@@ -19,6 +19,20 @@ use widgetd::widgets;
 
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
 use crate::mcp::{call, connect, error_code, structured};
+use crate::webdriver::Chrome;
+
+/// Chromium signed in as `user` on `session`'s transcript, the document
+/// marked so a test can tell that cards arrived without a reload.
+pub async fn open_transcript(app: &TestApp, user: &str, session: &str) -> Chrome {
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, user).await;
+    chrome
+        .open(&format!("{}/sessions/{session}", app.url))
+        .await;
+    chrome.wait_css("#transcript").await;
+    chrome.mark_document().await;
+    chrome
+}
 
 /// `POST /api/v1/sessions/{session}/widgets/clarification` as `token`.
 pub async fn clarify(app: &TestApp, token: &str, session: &str, body: &Value) -> Response {

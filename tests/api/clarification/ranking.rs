@@ -11,7 +11,7 @@ use fantoccini::elements::Element;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, prompt_of, unchanged, widget};
+use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
@@ -116,13 +116,7 @@ async fn a_ranking_asked_over_mcp_is_ordered_by_dragging_and_by_keyboard() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &s.session).await;
 
     let id = ask(&client, features(None)).await;
     let card = format!("#w-{id}");
@@ -605,13 +599,7 @@ async fn agent_written_items_and_tiers_are_inert() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &session).await;
 
     // The corpus as labels, descriptions and ids of a ranking, and as the
     // tiers of another, arriving while the page is open.

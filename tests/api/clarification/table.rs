@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, prompt_of, unchanged, widget};
+use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
@@ -60,13 +60,7 @@ async fn a_table_asked_over_mcp_is_edited_in_place_in_chromium() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &s.session).await;
 
     let id = ask(&client, owners()).await;
     let card = format!("#w-{id}");
@@ -524,13 +518,7 @@ async fn agent_written_headings_cells_and_options_are_inert() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &session).await;
 
     // The corpus as the question, headings, read-only and editable cells
     // and select options, in one table arriving while the page is open.

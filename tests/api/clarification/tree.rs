@@ -9,7 +9,7 @@ use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, prompt_of, unchanged, widget};
+use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
@@ -64,13 +64,7 @@ async fn a_tree_asked_over_mcp_is_edited_in_chromium() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &s.session).await;
 
     let id = ask(&client, sections(true)).await;
     let card = format!("#w-{id}");
@@ -498,13 +492,7 @@ async fn agent_written_tree_labels_and_metadata_are_inert() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
+    let chrome = open_transcript(&app, "alice", &session).await;
 
     // The corpus as ids, labels, metadata keys and values, each node under
     // the one before.
