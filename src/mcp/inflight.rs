@@ -49,12 +49,20 @@ pub(super) struct Peek {
     params: Option<PeekParams>,
 }
 
-/// Of `params`, only a cancellation's `requestId`; tool arguments are
-/// skipped unread.
+/// Of `params`, only a cancellation's `requestId` and an initialization's
+/// elicitation capability; tool arguments are skipped unread.
 #[derive(Deserialize)]
 pub(super) struct PeekParams {
     #[serde(default, rename = "requestId")]
     request_id: Option<Value>,
+    #[serde(default)]
+    capabilities: Option<PeekCapabilities>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PeekCapabilities {
+    #[serde(default)]
+    elicitation: Option<serde::de::IgnoredAny>,
 }
 
 /// What a message is, for the middleware.
@@ -63,6 +71,9 @@ pub(super) enum Message {
     ToolCall(Value),
     /// `notifications/cancelled` for this request id.
     Cancelled(Value),
+    /// An `initialize` (protocols before 2026-07-28) by a client that
+    /// declares elicitation: it gets an MCP session (see `super::sessions`).
+    InitializeForElicitation,
     Other,
 }
 
@@ -74,6 +85,16 @@ impl Peek {
                 Some(id) => Message::Cancelled(id),
                 None => Message::Other,
             },
+            // `initialize` exists only before 2026-07-28, and its answer
+            // always names such a version, whatever the client asked for.
+            (Some("initialize"), Some(_), Some(params))
+                if params
+                    .capabilities
+                    .as_ref()
+                    .is_some_and(|c| c.elicitation.is_some()) =>
+            {
+                Message::InitializeForElicitation
+            }
             _ => Message::Other,
         }
     }

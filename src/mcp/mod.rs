@@ -1,15 +1,18 @@
 //! MCP over Streamable HTTP at `/mcp`: the agent's way to ask for input.
 //!
-//! Every request carries the session's agent token. The middleware here
+//! Every request carries the session's agent token. The handler here
 //! resolves it before rmcp sees the request; the tools then read the
 //! resulting [`AgentSession`] from the HTTP parts rmcp hands them, so a
-//! session id never comes from tool arguments. The service is stateless:
-//! each POST is answered on its own, and nothing about the agent outlives
-//! the request except what the tools write to the database.
+//! session id never comes from tool arguments. The service is stateless
+//! (each POST is answered on its own), except for the one kind of client
+//! that needs an MCP session: one that negotiates a protocol before
+//! 2026-07-28 and declares elicitation (see [`sessions`]).
 
 mod elicit;
 mod inflight;
 mod modes;
+mod scrub;
+mod sessions;
 mod tools;
 
 pub use modes::Elicitation;
@@ -19,10 +22,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, ORIGIN};
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -34,54 +37,78 @@ use crate::ids::SessionId;
 use crate::widgets::delivery;
 
 use inflight::{CallKey, InFlight, Message, Peek};
+use sessions::Sessions;
 use tools::AgentTools;
 
 /// Largest `/mcp` request body read.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// The caller of an MCP request, as the middleware authenticated it.
+/// The caller of an MCP request, as the handler authenticated it.
 #[derive(Clone)]
 struct AgentSession {
     session_id: SessionId,
     client: ClientAddr,
     inflight: InFlight,
+    /// The request came over an MCP session, so the tools may send the
+    /// client requests of their own (`elicitation/create`).
+    in_session: bool,
+}
+
+/// What `/mcp` is made of: rmcp's service twice (stateless, and with MCP
+/// sessions) and the bookkeeping around them.
+#[derive(Clone)]
+struct Mcp {
+    state: AppState,
+    inflight: InFlight,
+    stateless: StreamableHttpService<AgentTools, NeverSessionManager>,
+    with_sessions: StreamableHttpService<AgentTools, LocalSessionManager>,
+    sessions: Sessions,
 }
 
 /// The `/mcp` endpoint, authenticated by agent token.
 pub fn router(state: &AppState) -> Router<AppState> {
     let server = AgentTools::new(state.clone());
-    let inflight = InFlight::default();
     let config = StreamableHttpServerConfig::default()
-        // Stateless: no `Mcp-Session-Id` to track, and every request is
-        // authenticated on its own.
-        .with_legacy_session_mode(false)
         .with_json_response(true)
         // rmcp checks `Host` against this list (DNS rebinding defence).
         .with_allowed_hosts(state.settings.mcp_allowed_hosts.clone());
-    let service = StreamableHttpService::new(
+    let stateless = {
+        let server = server.clone();
+        StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(NeverSessionManager::default()),
+            config.clone().with_legacy_session_mode(false),
+        )
+    };
+    let sessions = Sessions::default();
+    let with_sessions = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(NeverSessionManager::default()),
-        config,
+        sessions.manager.clone(),
+        config.with_legacy_session_mode(true),
     );
-    Router::new()
-        .route_service("/mcp", service)
-        .route_layer(middleware::from_fn_with_state(
-            (state.clone(), inflight),
-            authenticate,
-        ))
+    let mcp = Mcp {
+        state: state.clone(),
+        inflight: InFlight::default(),
+        stateless,
+        with_sessions,
+        sessions,
+    };
+    Router::new().route("/mcp", axum::routing::any(serve).with_state(mcp))
 }
 
 /// Refuses foreign browser origins and anything but a live agent token,
-/// hands the tools who is calling, and keeps track of tool calls under way
-/// so that a cancellation reaches them (see [`inflight`]).
-async fn authenticate(
-    State((state, inflight)): State<(AppState, InFlight)>,
+/// hands the tools who is calling, keeps track of tool calls under way so
+/// that a cancellation reaches them (see [`inflight`]), and sends the
+/// request to the stateless service or, for a client that needs one, to
+/// its MCP session.
+async fn serve(
+    State(mcp): State<Mcp>,
     client: ClientAddr,
     request: Request,
-    next: Next,
 ) -> AppResult<Response> {
-    check_origin(&state, request.headers())?;
-    let session_id = agent_session(&state, request.headers()).await?;
+    let state = &mcp.state;
+    check_origin(state, request.headers())?;
+    let session_id = agent_session(state, request.headers()).await?;
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
@@ -89,70 +116,95 @@ async fn authenticate(
             code: "body_unreadable",
             message: "the request body could not be read (is it over 4 MiB?)".into(),
         })?;
-    let message = serde_json::from_slice::<Peek>(&bytes).map_or(Message::Other, Peek::classify);
+    let message = match parts.method {
+        Method::POST => {
+            serde_json::from_slice::<Peek>(&bytes).map_or(Message::Other, Peek::classify)
+        }
+        _ => Message::Other,
+    };
+    let mcp_session = parts
+        .headers
+        .get(sessions::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &mcp_session
+        && !mcp.sessions.belongs_to(id, &session_id)
+    {
+        // As rmcp answers an unknown or ended session: the client starts
+        // a new one.
+        return Ok((
+            axum::http::StatusCode::NOT_FOUND,
+            "Not Found: Session not found",
+        )
+            .into_response());
+    }
+    let opens_session = matches!(message, Message::InitializeForElicitation)
+        && state.settings.elicitation != Elicitation::Off;
+    let in_session = mcp_session.is_some() || opens_session;
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(AgentSession {
         session_id: session_id.clone(),
         client,
-        inflight: inflight.clone(),
+        inflight: mcp.inflight.clone(),
+        in_session,
     });
+    let route = Route {
+        in_session,
+        opens_session,
+        mcp_session,
+    };
     match message {
         Message::Cancelled(id) => {
-            inflight.cancel(&CallKey::new(&session_id, &id));
-            Ok(next.run(request).await)
+            mcp.inflight.cancel(&CallKey::new(&session_id, &id));
+            Ok(dispatch(&mcp, request, route, &session_id).await)
         }
         Message::ToolCall(id) => {
             let key = CallKey::new(&session_id, &id);
-            inflight.start(&key);
-            let response = without_echo(next.run(request).await).await;
-            Ok(finish_when_sent(state, inflight, key, response))
+            mcp.inflight.start(&key);
+            let response = dispatch(&mcp, request, route, &session_id).await;
+            Ok(finish_when_sent(
+                mcp.state.clone(),
+                mcp.inflight.clone(),
+                key,
+                response,
+            ))
         }
-        Message::Other => Ok(without_echo(next.run(request).await).await),
+        Message::InitializeForElicitation | Message::Other => {
+            Ok(dispatch(&mcp, request, route, &session_id).await)
+        }
     }
 }
 
-/// rmcp's JSON-RPC errors repeat what the client sent (an unknown method's
-/// name, serde's "invalid type: string \"…\"" for malformed params). An
-/// error response here gets a fixed message for its code instead.
-async fn without_echo(response: Response) -> Response {
-    #[derive(serde::Deserialize)]
-    struct Reply {
-        #[serde(default)]
-        id: serde_json::Value,
-        error: Option<ErrorCode>,
-    }
-    #[derive(serde::Deserialize)]
-    struct ErrorCode {
-        code: i64,
-    }
-    let is_json = response
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !is_json {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return Response::from_parts(parts, Body::empty());
+/// Where a request goes.
+struct Route {
+    /// To the service with MCP sessions.
+    in_session: bool,
+    /// It is an `initialize` that opens one.
+    opens_session: bool,
+    /// The `Mcp-Session-Id` it names.
+    mcp_session: Option<String>,
+}
+
+/// Runs the request on its service, binds a session it opened to `agent`,
+/// and takes the client's words out of any error in the response.
+async fn dispatch(mcp: &Mcp, request: Request, route: Route, agent: &SessionId) -> Response {
+    let ends_session = request.method() == Method::DELETE;
+    let response = match route.in_session {
+        true => mcp.with_sessions.handle(request).await.map(Body::new),
+        false => mcp.stateless.handle(request).await.map(Body::new),
     };
-    let Ok(Reply {
-        id,
-        error: Some(ErrorCode { code }),
-    }) = serde_json::from_slice(&bytes)
-    else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    let message = match code {
-        -32700 => "parse error: the body is not valid JSON",
-        -32600 => "invalid request: not a JSON-RPC 2.0 request this server accepts",
-        -32601 => "method not found",
-        -32602 => "invalid params: check them against the method's schema",
-        _ => "the request was refused",
-    };
-    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(body.to_string()))
+    if route.opens_session
+        && let Some(id) = response
+            .headers()
+            .get(sessions::HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        mcp.sessions.bind(id.to_owned(), agent).await;
+    }
+    if ends_session && let Some(id) = &route.mcp_session {
+        mcp.sessions.forget(id);
+    }
+    scrub::without_echo(response).await
 }
 
 /// Ends the call's registration once its response body is gone, and

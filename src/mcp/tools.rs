@@ -7,10 +7,12 @@ use axum::http::request::Parts;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitResult, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
+    CallToolResponse, CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock,
+    CustomNotification, ElicitRequest, ElicitResult, ElicitationAction, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
+    ServerNotification, ServerRequest,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -73,9 +75,16 @@ impl AgentTools {
             client: &agent.client,
         };
         let created = widgets::create::<R>(&self.state, &agent.session_id, params, cause).await?;
-        if created.status == WidgetStatus::Pending
-            && let Some(request) = self.elicitation(ctx, &created.widget_id).await?
-        {
+        let request = match created.status {
+            WidgetStatus::Pending => self.elicitation(ctx, &created.widget_id).await?,
+            _ => None,
+        };
+        if let Some(request) = request {
+            if !modern(ctx) {
+                return Ok(Reply::Done(
+                    self.ask_in_session(ctx, created, request, wait).await?,
+                ));
+            }
             let mut requests = InputRequests::new();
             requests.insert(
                 elicit::INPUT_KEY.to_owned(),
@@ -91,15 +100,14 @@ impl AgentTools {
     }
 
     /// The modes this call may use: the daemon's and the session's setting,
-    /// and what the client declares in a 2026-07-28 request. Older protocol
-    /// versions get none: `/mcp` is stateless, so it has no session to send
-    /// a request to the client on (see `docs/api.md`).
+    /// and what the client declares, in a 2026-07-28 request or in the
+    /// `initialize` of its MCP session. A client of an older protocol
+    /// without an MCP session gets none: there is no way to send it a
+    /// request (see `super::sessions`).
     async fn modes(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Elicitation> {
-        let modern = ctx
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let reachable = modern(ctx) || caller(ctx)?.in_session;
         let declared = match ctx.client_capabilities().and_then(|c| c.elicitation) {
-            Some(e) if modern => Elicitation::from_flags(
+            Some(e) if reachable => Elicitation::from_flags(
                 e.url.is_some(),
                 // An empty `elicitation: {}` declares form mode (2025-11-25).
                 e.form.is_some() || e.url.is_none(),
@@ -138,13 +146,8 @@ impl AgentTools {
         })
     }
 
-    /// A retry: the client showed the elicitation and sends what came of
-    /// it. An accepted form is the answer, recorded as if the session's
-    /// creator had given it in the transcript (same checks, audit row and
-    /// prompt); a transcript answer that came first wins and this call gets
-    /// the terminal state. Anything else (declined, cancelled, refused, a
-    /// URL opened) leaves the widget as it is, answered in the transcript
-    /// or the page, and the call returns its state as a first call would.
+    /// A retry (2026-07-28): the client showed the elicitation and sends
+    /// what came of it, naming the widget in `requestState`.
     async fn resume<R: Request>(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -174,6 +177,26 @@ impl AgentTools {
             .as_ref()
             .and_then(|r| r.get(elicit::INPUT_KEY))
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        self.conclude(ctx, row, response, wait).await
+    }
+
+    /// What came of an elicitation, in either generation. An accepted
+    /// form is the answer, recorded as if the session's creator had given
+    /// it in the transcript (same checks, audit row and prompt); a
+    /// transcript answer that came first wins and this call gets the
+    /// terminal state. Anything else (declined, cancelled, refused, a URL
+    /// opened, no response) leaves the widget as it is, answered in the
+    /// transcript or the page, and the call returns its state as a first
+    /// call would.
+    async fn conclude(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        row: widgets::WidgetRow,
+        response: Option<ElicitResult>,
+        wait: u64,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let id = row.id.clone();
         let mut refused = None;
         let mut ended = row.status != WidgetStatus::Pending;
         if let Some(ElicitResult {
@@ -218,6 +241,117 @@ impl AgentTools {
             });
         }
         Ok(body)
+    }
+
+    /// 2025-11-25, over an MCP session: sends the client `elicitation/create`
+    /// on this call's response stream and waits for what comes of it, while
+    /// the widget stays open in the transcript. Whichever answer comes first
+    /// ends the widget; a client still showing its form then has the
+    /// request cancelled. A URL the person agreed to open is followed by
+    /// `notifications/elicitation/complete` once the widget ends.
+    async fn ask_in_session(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        created: Created,
+        request: rmcp::model::ElicitRequestParams,
+        wait: u64,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let url = matches!(
+            request,
+            rmcp::model::ElicitRequestParams::UrlElicitationParams { .. }
+        );
+        let key = CallKey::new(
+            &agent.session_id,
+            &serde_json::to_value(&ctx.id).map_err(anyhow::Error::from)?,
+        );
+        let cancelled = agent.inflight.token(&key).unwrap_or_default();
+        let sent = ctx
+            .peer
+            .send_request_with_option(
+                ServerRequest::ElicitRequest(ElicitRequest::new(request)),
+                PeerRequestOptions::no_options(),
+            )
+            .await;
+        let response = match sent {
+            // The client cannot be asked after all: the transcript remains.
+            Err(err) => {
+                tracing::debug!(error = %err, "elicitation/create could not be sent");
+                None
+            }
+            Ok(mut handle) => {
+                let withdraw = |reason: &str| {
+                    let peer = handle.peer.clone();
+                    let param = CancelledNotificationParam::new(
+                        Some(handle.id.clone()),
+                        Some(reason.to_owned()),
+                    );
+                    tokio::spawn(async move { peer.notify_cancelled(param).await })
+                };
+                tokio::select! {
+                    answer = &mut handle.rx => match answer {
+                        Ok(Ok(ClientResult::ElicitResult(result))) => Some(result),
+                        _ => None,
+                    },
+                    waited = widgets::wait_for_answer(&self.state, &created.widget_id, ELICITATION_SECS) => {
+                        let reason = match waited.map(|view| view.status) {
+                            Ok(WidgetStatus::Pending) => "no answer in time; the question stays open in widgetd",
+                            _ => "answered in widgetd",
+                        };
+                        withdraw(reason);
+                        None
+                    }
+                    () = ctx.ct.cancelled() => {
+                        withdraw("the tool call was cancelled");
+                        return Err(gone());
+                    }
+                    () = cancelled.cancelled() => {
+                        withdraw("the tool call was cancelled");
+                        return Err(gone());
+                    }
+                }
+            }
+        };
+        let row = widgets::get_widget(
+            &mut *self.state.db.read.acquire().await?,
+            &created.widget_id,
+        )
+        .await?;
+        if url
+            && row.status == WidgetStatus::Pending
+            && response
+                .as_ref()
+                .is_some_and(|r| r.action == ElicitationAction::Accept)
+        {
+            self.complete_when_ended(ctx.peer.clone(), created.widget_id.clone());
+        }
+        self.conclude(ctx, row, response, wait).await
+    }
+
+    /// Sends `notifications/elicitation/complete` for a URL elicitation
+    /// once its widget ends, for as long as the MCP session lives (an idle
+    /// session is closed after `super::sessions::IDLE`).
+    fn complete_when_ended(&self, peer: rmcp::Peer<RoleServer>, widget: WidgetId) {
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            while !peer.is_transport_closed() {
+                match widgets::wait_for_answer(&state, &widget, 60).await {
+                    Ok(view) if view.status == WidgetStatus::Pending => continue,
+                    Ok(_) => {
+                        let params = json!({ "elicitationId": widget.as_str() });
+                        let done = CustomNotification::new(ELICITATION_COMPLETE, Some(params));
+                        let _ = peer
+                            .send_notification(ServerNotification::CustomNotification(done))
+                            .await;
+                        return;
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "watching a URL elicitation's widget");
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// Waits for the answer unless the caller goes away first: rmcp keeps
@@ -456,6 +590,20 @@ fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
 /// what was sent (rmcp's own parsing would quote it).
 fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> {
     parse_value(Value::Object(args))
+}
+
+/// Longest an `elicitation/create` stays open in the client before it is
+/// withdrawn (the question stays open in the transcript).
+const ELICITATION_SECS: u64 = 10 * 60;
+
+/// The notification that a URL elicitation's interaction ended (2025-11-25).
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
+/// Whether the call speaks 2026-07-28 or later (no server-to-client
+/// requests; elicitation by `input_required` results and retries).
+fn modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// A wait that ended because its caller gave up; nobody reads this.

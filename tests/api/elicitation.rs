@@ -363,8 +363,10 @@ async fn each_capability_and_version_gets_its_elicitation() {
         ] {
             let what = format!("{declares:?}, 2026-07-28: {modern}");
             let mut desk = desk(&app, &alice.agent, declares, modern).await;
-            let form = modern && matches!(declares, Declares::Form | Declares::Both);
-            let url = modern && matches!(declares, Declares::Url | Declares::Both);
+            // 2025-11-25 over an MCP session, 2026-07-28 by retries: the
+            // same elicitations either way.
+            let form = matches!(declares, Declares::Form | Declares::Both);
+            let url = matches!(declares, Declares::Url | Declares::Both);
 
             // A secret: URL mode (never a form), the widget's own page.
             desk.answers
@@ -449,16 +451,17 @@ async fn each_capability_and_version_gets_its_elicitation() {
     }
 }
 
-/// Calls `tool` with a form-declaring 2026-07-28 client that answers with
-/// `answer`; returns the form's schema and the tool's result.
+/// Calls `tool` with a form-declaring client (2026-07-28 if `modern`,
+/// else 2025-11-25) that answers with `answer`; returns the form's schema
+/// and the tool's result.
 async fn answered_in_the_client(
     app: &TestApp,
-    agent: &str,
+    (agent, modern): (&str, bool),
     tool: &'static str,
     args: Value,
     answer: ElicitResult,
 ) -> (Value, Value) {
-    let mut desk = desk(app, agent, Declares::Form, true).await;
+    let mut desk = desk(app, agent, Declares::Form, modern).await;
     desk.answers.send(answer).unwrap();
     let body = call(&desk, tool, args).await;
     let Ok(ElicitRequestParams::FormElicitationParams {
@@ -472,9 +475,15 @@ async fn answered_in_the_client(
 
 #[tokio::test]
 async fn every_question_kind_maps_to_a_form_and_its_answer_is_checked_as_in_the_transcript() {
+    for modern in [false, true] {
+        every_question_kind_in(modern).await;
+    }
+}
+
+async fn every_question_kind_in(modern: bool) {
     let app = spawn_app().await;
     let alice = scene(&app, "alice").await;
-    let agent = &alice.agent;
+    let agent = (alice.agent.as_str(), modern);
 
     let ask_user = json!({ "questions": [
         { "question": "Which database?", "header": "DB",
@@ -582,13 +591,19 @@ async fn every_question_kind_maps_to_a_form_and_its_answer_is_checked_as_in_the_
 
 #[tokio::test]
 async fn a_declined_or_cancelled_form_leaves_the_question_to_the_transcript() {
+    for modern in [false, true] {
+        declined_or_cancelled_in(modern).await;
+    }
+}
+
+async fn declined_or_cancelled_in(modern: bool) {
     let app = spawn_app().await;
     let alice = scene(&app, "alice").await;
     let browser = app.login("alice").await;
     for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
         let (_, body) = answered_in_the_client(
             &app,
-            &alice.agent,
+            (&alice.agent, modern),
             "ask",
             CONFIRM(),
             ElicitResult::new(action.clone()),
@@ -608,7 +623,7 @@ async fn a_declined_or_cancelled_form_leaves_the_question_to_the_transcript() {
         assert_eq!(widget_status(&app, &alice.agent, id).await, "submitted");
     }
     // With `wait_seconds`, a declined form waits for the transcript's answer.
-    let mut desk = desk(&app, &alice.agent, Declares::Form, true).await;
+    let mut desk = desk(&app, &alice.agent, Declares::Form, modern).await;
     desk.answers
         .send(ElicitResult::new(ElicitationAction::Decline))
         .unwrap();
@@ -659,13 +674,19 @@ async fn newest_widget(app: &TestApp) -> String {
 
 #[tokio::test]
 async fn a_transcript_answer_and_a_client_answer_race_and_one_wins() {
+    for modern in [false, true] {
+        race_in(modern).await;
+    }
+}
+
+async fn race_in(modern: bool) {
     let app = spawn_app().await;
     let alice = scene(&app, "alice").await;
     let browser = app.login("alice").await;
 
-    // The transcript first: the client's answer arrives too late, and its
-    // call gets the transcript's answer.
-    let mut desk = desk(&app, &alice.agent, Declares::Form, true).await;
+    // The transcript first: the client's answer arrives too late (2025-11-25:
+    // the form is withdrawn), and its call gets the transcript's answer.
+    let mut desk = desk(&app, &alice.agent, Declares::Form, modern).await;
     let answers = desk.answers.clone();
     let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
     let call_task = tokio::spawn(async move { call(&desk, "ask", CONFIRM()).await });
@@ -695,7 +716,7 @@ async fn a_transcript_answer_and_a_client_answer_race_and_one_wins() {
     // The client first: the transcript's answer is refused.
     let (_, body) = answered_in_the_client(
         &app,
-        &alice.agent,
+        (&alice.agent, modern),
         "ask",
         CONFIRM(),
         accept(json!({ "answer.0": "Yes" })),
@@ -718,7 +739,7 @@ async fn a_transcript_answer_and_a_client_answer_race_and_one_wins() {
 
     // Both at once, many times: exactly one answer each time.
     for round in 0..8 {
-        let mut desk = self::desk(&app, &alice.agent, Declares::Form, true).await;
+        let mut desk = self::desk(&app, &alice.agent, Declares::Form, modern).await;
         let answers = desk.answers.clone();
         let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
         let call_task = tokio::spawn(async move { call(&desk, "ask", CONFIRM()).await });
