@@ -280,13 +280,17 @@ impl AgentTools {
                 None
             }
             Ok(mut handle) => {
+                // Sent from this call, so it travels on the call's own
+                // stream (ahead of its result) while that is open.
+                let peer = handle.peer.clone();
+                let id = handle.id.clone();
                 let withdraw = |reason: &str| {
-                    let peer = handle.peer.clone();
-                    let param = CancelledNotificationParam::new(
-                        Some(handle.id.clone()),
-                        Some(reason.to_owned()),
-                    );
-                    tokio::spawn(async move { peer.notify_cancelled(param).await })
+                    let param = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
+                    async move {
+                        if let Err(err) = peer.notify_cancelled(param).await {
+                            tracing::debug!(error = %err, "withdrawing an elicitation");
+                        }
+                    }
                 };
                 tokio::select! {
                     answer = &mut handle.rx => match answer {
@@ -298,15 +302,15 @@ impl AgentTools {
                             Ok(WidgetStatus::Pending) => "no answer in time; the question stays open in widgetd",
                             _ => "answered in widgetd",
                         };
-                        withdraw(reason);
+                        withdraw(reason).await;
                         None
                     }
                     () = ctx.ct.cancelled() => {
-                        withdraw("the tool call was cancelled");
+                        withdraw("the tool call was cancelled").await;
                         return Err(gone());
                     }
                     () = cancelled.cancelled() => {
-                        withdraw("the tool call was cancelled");
+                        withdraw("the tool call was cancelled").await;
                         return Err(gone());
                     }
                 }

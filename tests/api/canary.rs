@@ -765,3 +765,190 @@ async fn a_value_typed_on_the_page_an_mcp_client_opened_never_reaches_mcp() {
         "the value reached the vault"
     );
 }
+
+/// An SSE response of `/mcp`, read message by message; every byte read is
+/// kept in `exchanged`.
+struct EventStream {
+    response: reqwest::Response,
+    pending: Vec<u8>,
+}
+
+impl EventStream {
+    /// The next JSON-RPC message, or `None` when the stream ends.
+    async fn next(&mut self, exchanged: &std::sync::Mutex<Vec<u8>>) -> Option<Value> {
+        loop {
+            if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                let data = line.strip_prefix(b"data:").map(<[u8]>::trim_ascii);
+                match data {
+                    Some(data) if !data.is_empty() => {
+                        return Some(serde_json::from_slice(data).unwrap());
+                    }
+                    _ => continue,
+                }
+            }
+            let chunk = self.response.chunk().await.unwrap()?;
+            exchanged.lock().unwrap().extend_from_slice(&chunk);
+            self.pending.extend_from_slice(&chunk);
+        }
+    }
+}
+
+/// One POST to `/mcp` in the MCP session `mcp_session` (none for
+/// `initialize`), recorded in `exchanged`.
+async fn session_post(
+    app: &crate::helpers::TestApp,
+    agent: &str,
+    mcp_session: Option<&str>,
+    body: Value,
+    exchanged: &std::sync::Mutex<Vec<u8>>,
+) -> reqwest::Response {
+    exchanged
+        .lock()
+        .unwrap()
+        .extend_from_slice(body.to_string().as_bytes());
+    let mut request = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(agent)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(id) = mcp_session {
+        request = request.header("mcp-session-id", id);
+    }
+    let r = request.send().await.unwrap();
+    let mut exchanged = exchanged.lock().unwrap();
+    for (name, value) in r.headers() {
+        exchanged.extend_from_slice(name.as_str().as_bytes());
+        exchanged.extend_from_slice(value.as_bytes());
+    }
+    r
+}
+
+/// The same over a 2025-11-25 MCP session: the client is asked with
+/// `elicitation/create` on the tool call's stream, agrees to open the page,
+/// and hears `notifications/elicitation/complete` on its standalone stream
+/// once the value is in; no message of the session carries the value.
+#[tokio::test]
+async fn a_value_typed_on_the_page_a_session_client_opened_never_reaches_mcp() {
+    let app = crate::helpers::spawn_app().await;
+    let alice = crate::helpers::scene(&app, "alice").await;
+    let secret = canary("session-elicitation");
+    let exchanged = std::sync::Mutex::new(Vec::new());
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": { "elicitation": { "url": {} } },
+        "clientInfo": { "name": "raw", "version": "0" } } });
+    let r = session_post(&app, &alice.agent, None, initialize, &exchanged).await;
+    assert_eq!(r.status(), reqwest::StatusCode::OK);
+    let mcp_session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let mut stream = EventStream {
+        response: r,
+        pending: Vec::new(),
+    };
+    let init = stream.next(&exchanged).await.unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let r = session_post(
+        &app,
+        &alice.agent,
+        Some(&mcp_session),
+        initialized,
+        &exchanged,
+    )
+    .await;
+    assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
+
+    // The standalone stream, where the completion arrives.
+    let standalone = app
+        .client
+        .get(format!("{}/mcp", app.url))
+        .bearer_auth(&alice.agent)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &mcp_session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(standalone.status(), reqwest::StatusCode::OK);
+    let mut standalone = EventStream {
+        response: standalone,
+        pending: Vec::new(),
+    };
+
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "request_env_vars",
+        "arguments": { "names": ["CANARY_KEY"], "reason": "to test" } } });
+    let r = session_post(&app, &alice.agent, Some(&mcp_session), call, &exchanged).await;
+    let mut call = EventStream {
+        response: r,
+        pending: Vec::new(),
+    };
+    let asked = call.next(&exchanged).await.unwrap();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["mode"], "url", "{asked}");
+    let page = asked["params"]["url"].as_str().unwrap().to_owned();
+    let widget = asked["params"]["elicitationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(page, format!("{}/widgets/{widget}", app.url));
+    let opened = json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "accept" } });
+    let r = session_post(&app, &alice.agent, Some(&mcp_session), opened, &exchanged).await;
+    assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
+    let result = call.next(&exchanged).await.unwrap();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["structuredContent"]["status"], "pending",
+        "{result}"
+    );
+
+    // The person types the value on the page.
+    let browser = app.login("alice").await;
+    let path = page.strip_prefix(&app.url).unwrap();
+    let r = app
+        .post_form(
+            &browser,
+            &format!("{path}/submit"),
+            &[
+                ("value.CANARY_KEY", secret.as_str()),
+                ("scope", "session"),
+                ("return_to", "page"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+    let complete = tokio::time::timeout(std::time::Duration::from_secs(90), async {
+        loop {
+            let message = standalone.next(&exchanged).await.expect("the stream ended");
+            if message["method"] == "notifications/elicitation/complete" {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("no notifications/elicitation/complete");
+    assert_eq!(complete["params"]["elicitationId"], widget.as_str());
+
+    let status = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "get_widget_status", "arguments": { "widget_id": widget } } });
+    let r = session_post(&app, &alice.agent, Some(&mcp_session), status, &exchanged).await;
+    let mut read = EventStream {
+        response: r,
+        pending: Vec::new(),
+    };
+    let status = read.next(&exchanged).await.unwrap();
+    assert_eq!(
+        status["result"]["structuredContent"]["status"], "submitted",
+        "{status}"
+    );
+    assert_absent(
+        "the MCP session's messages",
+        &exchanged.lock().unwrap(),
+        &secret,
+    );
+    assert_eq!(
+        app.env_of(&alice.session, &alice.host).await,
+        json!({ "CANARY_KEY": secret }),
+        "the value reached the vault"
+    );
+}

@@ -239,6 +239,8 @@ struct Person {
     capabilities: ClientCapabilities,
     asked: mpsc::UnboundedSender<ElicitRequestParams>,
     answers: Arc<Mutex<mpsc::UnboundedReceiver<ElicitResult>>>,
+    /// The reasons of the requests the server withdrew.
+    withdrawn: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Person {
@@ -255,6 +257,15 @@ impl ClientHandler for Person {
         let answer = self.answers.lock().await.recv().await;
         Ok(answer.unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel)))
     }
+
+    async fn on_cancelled(
+        &self,
+        params: rmcp::model::CancelledNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let reason = params.reason.unwrap_or_default();
+        self.withdrawn.lock().await.push(reason);
+    }
 }
 
 /// The client side of a test: what was asked, and where answers go.
@@ -262,6 +273,7 @@ struct Desk {
     client: RunningService<RoleClient, Person>,
     asked: mpsc::UnboundedReceiver<ElicitRequestParams>,
     answers: mpsc::UnboundedSender<ElicitResult>,
+    withdrawn: Arc<Mutex<Vec<String>>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -292,10 +304,12 @@ async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> D
     };
     let (asked_tx, asked) = mpsc::unbounded_channel();
     let (answers, answers_rx) = mpsc::unbounded_channel();
+    let withdrawn = Arc::default();
     let person = Person {
         capabilities,
         asked: asked_tx,
         answers: Arc::new(Mutex::new(answers_rx)),
+        withdrawn: Arc::clone(&withdrawn),
     };
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url))
         .auth_header(agent);
@@ -315,6 +329,7 @@ async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> D
         client,
         asked,
         answers,
+        withdrawn,
     }
 }
 
@@ -688,6 +703,7 @@ async fn race_in(modern: bool) {
     // the form is withdrawn), and its call gets the transcript's answer.
     let mut desk = desk(&app, &alice.agent, Declares::Form, modern).await;
     let answers = desk.answers.clone();
+    let withdrawn = Arc::clone(&desk.withdrawn);
     let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
     let call_task = tokio::spawn(async move { call(&desk, "ask", CONFIRM()).await });
     asked.recv().await.expect("the form was shown");
@@ -700,8 +716,18 @@ async fn race_in(modern: bool) {
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    answers.send(accept(json!({ "answer.0": "Yes" }))).unwrap();
-    let body = call_task.await.unwrap();
+    let late = accept(json!({ "answer.0": "Yes" }));
+    let body = if modern {
+        // The client retries only once the person answered it.
+        answers.send(late).unwrap();
+        call_task.await.unwrap()
+    } else {
+        // The call ends at once, and the form still shown is withdrawn.
+        let body = call_task.await.unwrap();
+        assert_eq!(*withdrawn.lock().await, ["answered in widgetd"]);
+        answers.send(late).unwrap();
+        body
+    };
     assert_eq!(body["status"], "submitted", "{body}");
     assert_eq!(
         body["answers"],
@@ -853,4 +879,143 @@ async fn the_operator_and_the_session_choose_the_modes() {
         .await;
     let created: Value = r.json().await.unwrap();
     assert_eq!(created["elicitation"], "both");
+}
+
+/// A raw `initialize` declaring `capabilities`; the `Mcp-Session-Id` it got.
+async fn raw_initialize(app: &TestApp, agent: &str, capabilities: Value) -> Option<String> {
+    let r = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(agent)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": { "name": "raw", "version": "0" } } }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let id = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert!(r.text().await.unwrap().contains("\"protocolVersion\""));
+    id
+}
+
+/// A POST naming MCP session `id`; its HTTP status.
+async fn in_mcp_session(app: &TestApp, agent: &str, id: &str) -> StatusCode {
+    app.client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(agent)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", id)
+        .json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    let (_, other_agent) = app.session(&alice.host).await;
+
+    // No elicitation declared: nothing to ask the client, so no session.
+    assert_eq!(raw_initialize(&app, &alice.agent, json!({})).await, None);
+    let first = raw_initialize(&app, &alice.agent, json!({ "elicitation": {} }))
+        .await
+        .expect("a session for a client that declares elicitation");
+    assert_eq!(
+        in_mcp_session(&app, &alice.agent, &first).await,
+        StatusCode::ACCEPTED
+    );
+    // Another session's agent cannot use it: as if it did not exist.
+    assert_eq!(
+        in_mcp_session(&app, &other_agent, &first).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        in_mcp_session(&app, &alice.agent, "not-a-session").await,
+        StatusCode::NOT_FOUND
+    );
+
+    // An agent keeps at most 8: the ninth closes the oldest.
+    let mut ids = vec![first.clone()];
+    for _ in 0..8 {
+        ids.push(
+            raw_initialize(&app, &alice.agent, json!({ "elicitation": {} }))
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(
+        in_mcp_session(&app, &alice.agent, &first).await,
+        StatusCode::NOT_FOUND
+    );
+    for id in &ids[1..] {
+        assert_eq!(
+            in_mcp_session(&app, &alice.agent, id).await,
+            StatusCode::ACCEPTED
+        );
+    }
+    // The other agent's sessions are its own count.
+    assert!(
+        raw_initialize(&app, &other_agent, json!({ "elicitation": {} }))
+            .await
+            .is_some()
+    );
+    assert_eq!(
+        in_mcp_session(&app, &alice.agent, &ids[1]).await,
+        StatusCode::ACCEPTED
+    );
+
+    // An operator who turned elicitation off gets no sessions either.
+    let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Off).await;
+    let alice = scene(&app, "alice").await;
+    assert_eq!(
+        raw_initialize(&app, &alice.agent, json!({ "elicitation": {} })).await,
+        None
+    );
+}
+
+/// A 2025-11-25 client that gives up on a call while its form is shown:
+/// the form is withdrawn, the question stays open in the transcript.
+#[tokio::test]
+async fn a_cancelled_call_withdraws_its_form_and_leaves_the_question_open() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    let mut desk = desk(&app, &alice.agent, Declares::Form, false).await;
+    let request = desk
+        .client
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                CallToolRequestParams::new("ask")
+                    .with_arguments(CONFIRM().as_object().unwrap().clone()),
+            )),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    desk.asked.recv().await.expect("the form was shown");
+    let id = newest_widget(&app).await;
+    request
+        .cancel(Some("the agent moved on".into()))
+        .await
+        .unwrap();
+    wait_for("the form to be withdrawn", || async {
+        desk.withdrawn.lock().await.len() == 1
+    })
+    .await;
+    // The person's late answer in the client is not taken.
+    desk.answers
+        .send(accept(json!({ "answer.0": "Yes" })))
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(widget_status(&app, &alice.agent, &id).await, "pending");
+    assert!(audited(&app, "widget.submit", &id).await.is_empty());
 }
