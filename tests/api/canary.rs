@@ -901,6 +901,9 @@ async fn a_value_typed_on_the_page_a_session_client_opened_never_reaches_mcp() {
         result["result"]["structuredContent"]["status"], "pending",
         "{result}"
     );
+    // The call's stream ends with its result (an answer in it is
+    // acknowledged only once its body went out whole).
+    assert_eq!(call.next(&exchanged).await, None);
 
     // The person types the value on the page.
     let browser = app.login("alice").await;
