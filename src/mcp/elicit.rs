@@ -1,15 +1,18 @@
-//! What `/mcp` asks an agent's MCP client to show the person, in the
-//! 2026-07-28 generation of the protocol: a tool call answers
-//! `input_required` with one elicitation, and the client retries the call
-//! with the person's response and the echoed `requestState` (the widget's
-//! id; the widget itself is durable and stays in the transcript).
+//! What `/mcp` asks an agent's MCP client to show the person: one
+//! elicitation per widget, delivered as a 2026-07-28 `input_required`
+//! result (the client retries the call with the person's response and the
+//! echoed `requestState`, the widget's id) or as a 2025-11-25
+//! `elicitation/create` request over the client's MCP session (see
+//! `super::tools`). The widget itself is durable and stays in the
+//! transcript either way.
 //!
 //! - URL mode, for `request_env_vars` only: the client opens the widget's
 //!   own page (`GET /widgets/{id}`), where the person logs in and types the
 //!   values; the client never sees them.
 //! - Form mode, for questions (`ask`, `ask_user`, `request_approval`, the
-//!   `choice` clarification): the question in the spec's restricted schema
-//!   (flat objects of string enums and strings). An accepted form becomes
+//!   `choice`, `curation` and `mapping` clarifications): the question in
+//!   the spec's restricted schema (flat objects of string enums, titled
+//!   enums, arrays of them, and strings). An accepted form becomes
 //!   the JSON answer of `POST /widgets/{id}/submit`, with the form's field
 //!   names as property names, so it is checked and recorded exactly as an
 //!   answer given in the transcript. Never for env vars.
@@ -28,6 +31,10 @@ pub(super) const INPUT_KEY: &str = "person";
 
 /// The decisions an approval's form offers.
 const FORM_DECISIONS: [&str; 2] = ["deny", "once"];
+
+/// Most items a curation, and left items a mapping, may have to be asked in
+/// a client's form; larger ones are answered in the transcript.
+const MAX_FORM_ITEMS: usize = 50;
 
 /// Most characters of a tool input shown in an approval's message.
 const MAX_INPUT_SHOWN: usize = 2000;
@@ -106,16 +113,13 @@ pub(super) fn answer_body(row: &WidgetRow, content: &Value) -> Option<Value> {
             Some(body)
         }
         "clarification" => {
-            let selected = match content.get("selected") {
-                Some(Value::String(one)) => vec![json!(one)],
-                Some(Value::Array(many)) if many.iter().all(Value::is_string) => many.clone(),
-                _ => Vec::new(),
-            };
+            let params: ClarificationParams = serde_json::from_str(&row.params).ok()?;
             let freeform = content
                 .get("freeform")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            Some(json!({ "structured": { "selected": selected }, "freeform": freeform }))
+            let structured = clarification_answer(&params.widget, content)?;
+            Some(json!({ "structured": structured, "freeform": freeform }))
         }
         _ => None,
     }
@@ -210,33 +214,123 @@ fn approval(params: &ApprovalParams) -> (String, JsonObject) {
     (message, object(schema))
 }
 
-/// The `choice` clarification: the options as an enum (an array of enums
-/// with `multi_select`) and the answer in the person's own words. Other
-/// types have no form here.
+/// The clarifications a form can carry: `choice` (the options as an enum,
+/// an array of enums with `multi_select`), `curation` (the items to keep,
+/// a titled multi-select, at most [`MAX_FORM_ITEMS`]) and `mapping` (a
+/// titled select of the right items per left item, at most
+/// [`MAX_FORM_ITEMS`] left items), each with the answer in the person's own
+/// words. Other types have no form here (a table, a ranking, a tree or a
+/// drawing has no shape in the restricted schema).
 fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
-    if params.widget["type"] != "choice" {
-        return None;
+    let widget = &params.widget;
+    let mut properties = serde_json::Map::new();
+    match widget["type"].as_str()? {
+        "choice" => {
+            let labels: Vec<&str> = widget["options"]
+                .as_array()?
+                .iter()
+                .filter_map(|o| o["label"].as_str())
+                .collect();
+            let selected = if widget["multi_select"] == true {
+                json!({ "type": "array", "title": "Pick any that fit", "items": { "type": "string", "enum": labels } })
+            } else {
+                json!({ "type": "string", "title": "Pick one", "enum": labels })
+            };
+            properties.insert("selected".into(), selected);
+        }
+        "curation" => {
+            let items = widget["items"].as_array()?;
+            if items.len() > MAX_FORM_ITEMS {
+                return None;
+            }
+            let default: Vec<&Value> = match widget["default_state"] == "none_selected" {
+                true => Vec::new(),
+                false => items.iter().map(|i| &i["id"]).collect(),
+            };
+            properties.insert(
+                "keep".into(),
+                json!({
+                    "type": "array",
+                    "title": "Keep",
+                    "items": { "anyOf": titled(items)? },
+                    "default": default,
+                }),
+            );
+        }
+        "mapping" => {
+            let left = widget["left"].as_array()?;
+            if left.len() > MAX_FORM_ITEMS {
+                return None;
+            }
+            let right = titled(widget["right"].as_array()?)?;
+            for (i, item) in left.iter().enumerate() {
+                properties.insert(
+                    format!("map.{i}"),
+                    json!({ "type": "string", "title": item["label"].as_str()?, "oneOf": right }),
+                );
+            }
+        }
+        _ => return None,
     }
-    let labels: Vec<&str> = params.widget["options"]
-        .as_array()?
-        .iter()
-        .filter_map(|o| o["label"].as_str())
-        .collect();
-    let selected = if params.widget["multi_select"] == true {
-        json!({ "type": "array", "title": "Pick any that fit", "items": { "type": "string", "enum": labels } })
-    } else {
-        json!({ "type": "string", "title": "Pick one", "enum": labels })
-    };
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "selected": selected,
-            "freeform": {
-                "type": "string",
-                "title": "In your own words (with the choice, or instead of it)",
-                "maxLength": 4000,
-            },
-        },
-    });
+    properties.insert(
+        "freeform".into(),
+        json!({
+            "type": "string",
+            "title": "In your own words (with the answer above, or instead of it)",
+            "maxLength": 4000,
+        }),
+    );
+    let schema = json!({ "type": "object", "properties": properties });
     Some((params.question.clone(), object(schema)))
+}
+
+/// Items (`{id, label}`) as titled options: `{const: id, title: label}`.
+fn titled(items: &[Value]) -> Option<Vec<Value>> {
+    items
+        .iter()
+        .map(|i| Some(json!({ "const": i["id"].as_str()?, "title": i["label"].as_str()? })))
+        .collect()
+}
+
+/// A clarification's `structured` answer from an accepted form's content,
+/// in the shape the transcript's JSON answer has; the type checks it.
+fn clarification_answer(widget: &Value, content: &serde_json::Map<String, Value>) -> Option<Value> {
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        match v {
+            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::Array(many)) => many
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    match widget["type"].as_str()? {
+        "choice" => Some(json!({ "selected": strings(content.get("selected")) })),
+        "curation" => {
+            let items = widget["items"].as_array()?;
+            let ids = items.iter().filter_map(|i| i["id"].as_str());
+            // No `keep` at all: the items as they started.
+            let kept = match content.get("keep") {
+                Some(keep) => strings(Some(keep)),
+                None if widget["default_state"] == "none_selected" => Vec::new(),
+                None => ids.clone().map(str::to_owned).collect(),
+            };
+            let removed: Vec<&str> = ids.filter(|id| !kept.iter().any(|k| k == id)).collect();
+            Some(json!({ "kept": kept, "removed": removed }))
+        }
+        "mapping" => {
+            let left = widget["left"].as_array()?;
+            let mappings: Vec<Value> = left
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let right = content.get(&format!("map.{i}"))?.as_str()?;
+                    (!right.is_empty()).then(|| json!({ "left": item["id"], "right": right }))
+                })
+                .collect();
+            Some(json!({ "mappings": mappings }))
+        }
+        _ => None,
+    }
 }

@@ -602,6 +602,105 @@ async fn every_question_kind_in(modern: bool) {
         "{body}"
     );
     assert_eq!(body["result"]["freeform"], "US only, for now", "{body}");
+
+    // A curation: the items to keep, as titled options (ids, labels shown).
+    let curation = json!({ "question": "Which files go?", "widget": {
+        "type": "curation",
+        "items": [{ "id": "a", "label": "a.rs" }, { "id": "b", "label": "b.rs" },
+                  { "id": "c", "label": "c.rs" }] } });
+    let (schema, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_clarification",
+        curation.clone(),
+        accept(json!({ "keep": ["c", "a"] })),
+    )
+    .await;
+    let keep = &schema["properties"]["keep"];
+    assert_eq!(
+        keep["items"]["anyOf"][1],
+        json!({ "const": "b", "title": "b.rs" }),
+        "{schema}"
+    );
+    assert_eq!(keep["default"], json!(["a", "b", "c"]), "all kept to start");
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["result"]["structured"],
+        json!({ "kept": ["a", "c"], "removed": ["b"] }),
+        "{body}"
+    );
+    // An id that is not an item is refused as in the transcript.
+    let (_, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_clarification",
+        curation,
+        accept(json!({ "keep": ["a", "zz-canary"] })),
+    )
+    .await;
+    assert_eq!(body["status"], "pending", "{body}");
+    assert_eq!(body["elicitation"]["refused"], "unknown_item", "{body}");
+    assert!(!body.to_string().contains("zz-canary"), "{body}");
+
+    // A mapping: one titled select of the right items per left item.
+    let mapping = json!({ "question": "Which column is which?", "widget": {
+        "type": "mapping",
+        "left": [{ "id": "fn", "label": "First name" }, { "id": "ln", "label": "Last name" }],
+        "right": [{ "id": "given", "label": "given_name" }, { "id": "family", "label": "family_name" }] } });
+    let (schema, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_clarification",
+        mapping.clone(),
+        accept(json!({ "map.0": "given", "map.1": "family", "freeform": "as usual" })),
+    )
+    .await;
+    assert_eq!(
+        schema["properties"]["map.1"]["title"], "Last name",
+        "{schema}"
+    );
+    assert_eq!(
+        schema["properties"]["map.0"]["oneOf"][1],
+        json!({ "const": "family", "title": "family_name" }),
+        "{schema}"
+    );
+    assert_eq!(body["status"], "submitted", "{body}");
+    assert_eq!(
+        body["result"]["structured"],
+        json!({ "mappings": [{ "left": "fn", "right": "given" }, { "left": "ln", "right": "family" }] }),
+        "{body}"
+    );
+    // Both to one right item, which this mapping does not allow: refused.
+    let (_, body) = answered_in_the_client(
+        &app,
+        agent,
+        "request_clarification",
+        mapping,
+        accept(json!({ "map.0": "given", "map.1": "given" })),
+    )
+    .await;
+    assert_eq!(body["status"], "pending", "{body}");
+    assert_eq!(body["elicitation"]["refused"], "many_to_one", "{body}");
+
+    // Types with no shape in the restricted schema, and curations too long
+    // for a form, stay in the transcript.
+    let items: Vec<Value> = (0..51)
+        .map(|i| json!({ "id": format!("i{i}"), "label": format!("item {i}") }))
+        .collect();
+    for widget in [
+        json!({ "type": "curation", "items": items }),
+        json!({ "type": "ranking", "items": [{ "id": "a", "label": "A" }, { "id": "b", "label": "B" }] }),
+    ] {
+        let mut desk = desk(&app, agent.0, Declares::Form, modern).await;
+        let body = call(
+            &desk,
+            "request_clarification",
+            json!({ "question": "Which?", "widget": widget }),
+        )
+        .await;
+        assert_eq!(body["status"], "pending", "{body}");
+        assert!(desk.asked.try_recv().is_err(), "{widget}: no form");
+    }
 }
 
 #[tokio::test]
