@@ -182,17 +182,24 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
         .mcp_allowed_hosts
         .extend(args.mcp_allowed_hosts.into_iter().filter(|h| !h.is_empty()));
     let state = AppState::new(data.db, data.keyring, settings);
-    tokio::spawn(background_jobs(
-        state.clone(),
-        Duration::from_secs(args.sweep_secs.max(1)),
-    ));
+    // Stopped before the pool closes, so none of them meets a closed pool
+    // (a webhook cut off mid-send stays due and is sent again later).
+    let mut jobs = vec![
+        tokio::spawn(background_jobs(
+            state.clone(),
+            Duration::from_secs(args.sweep_secs.max(1)),
+        )),
+        tokio::spawn(crate::webhooks::delivery::run(state.clone())),
+    ];
     if args.demo {
-        start_demo(&state).await?;
+        jobs.push(start_demo(&state).await?);
     }
     tracing::info!(%addr, "serving");
-    crate::serve(listener, state, shutdown)
-        .await
-        .context("the server failed")?;
+    let served = crate::serve(listener, state, shutdown).await;
+    for job in &jobs {
+        job.abort();
+    }
+    served.context("the server failed")?;
     db.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -200,7 +207,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
 
 /// Creates the demo user and session, says how to log in, and starts the
 /// demo agent.
-async fn start_demo(state: &AppState) -> anyhow::Result<()> {
+async fn start_demo(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let given = std::env::var("WIDGETD_ADMIN_PASSWORD").ok();
     let password = given
         .clone()
@@ -224,13 +231,11 @@ async fn start_demo(state: &AppState) -> anyhow::Result<()> {
             crate::demo::DEMO_USER
         ),
     }
-    tokio::spawn(crate::demo::run(state.clone(), session));
-    Ok(())
+    Ok(tokio::spawn(crate::demo::run(state.clone(), session)))
 }
 
 /// Expires widgets and deletes expired browser sessions, every `every`.
 async fn background_jobs(state: AppState, every: Duration) {
-    tokio::spawn(crate::webhooks::delivery::run(state.clone()));
     let sessions = DbSessionStore::new(state.db.clone());
     loop {
         // One daemon of a deployment sweeps at a time (on PostgreSQL an
