@@ -62,6 +62,12 @@ impl Daemon {
             .stderr(Stdio::inherit())
             .spawn()?;
         let stdout = child.stdout.take().expect("piped");
+        // Owned from here on, so an error below does not leave it running.
+        let mut daemon = Daemon {
+            child,
+            url: String::new(),
+            start_ms: 0.0,
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -72,6 +78,7 @@ impl Daemon {
         });
         let url =
             tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(30))).await??;
+        daemon.url.clone_from(&url);
         let client = reqwest::Client::new();
         loop {
             if client.get(format!("{url}/login")).send().await.is_ok() {
@@ -80,12 +87,8 @@ impl Daemon {
             anyhow::ensure!(spawned.elapsed() < Duration::from_secs(30), "no answer");
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let start_ms = spawned.elapsed().as_secs_f64() * 1000.0;
-        Ok(Daemon {
-            child,
-            url,
-            start_ms,
-        })
+        daemon.start_ms = spawned.elapsed().as_secs_f64() * 1000.0;
+        Ok(daemon)
     }
 
     /// Resident memory of the daemon in MiB.
@@ -107,6 +110,16 @@ impl Daemon {
         let status = self.child.wait()?;
         anyhow::ensure!(status.success(), "the daemon exited with {status}");
         Ok(())
+    }
+}
+
+impl Drop for Daemon {
+    /// A bench that failed before `stop` leaves no daemon running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
