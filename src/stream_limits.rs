@@ -15,10 +15,11 @@ use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
 
 /// Open event streams and long-polls per caller. A page opens one stream
-/// per tab; a host one long-poll per session it hosts.
-pub const PER_CALLER: usize = 16;
+/// per tab; a host one long-poll per session it hosts, and one person may
+/// host dozens of agents under one token.
+pub const PER_CALLER: usize = 64;
 /// Per client address: a team behind one NAT shares it; several callers.
-pub const PER_ADDRESS: usize = 64;
+pub const PER_ADDRESS: usize = 256;
 
 /// The counts of open streams, by key.
 #[derive(Debug, Default)]

@@ -159,9 +159,9 @@ impl Scene {
         let mut busy = 0;
         let response = loop {
             let response = self.client.get(&url).bearer_auth(&self.host).send().await?;
-            // One host may hold 16 long-polls at once (`src/stream_limits.rs`);
-            // 64 workers sharing one host token wait for a place, as a host
-            // with that many sessions would.
+            // One host may hold 64 long-polls at once (`src/stream_limits.rs`);
+            // workers sharing one host token beyond that wait for a place,
+            // as a host with that many sessions would.
             if response.status() == StatusCode::TOO_MANY_REQUESTS && busy < 1000 {
                 busy += 1;
                 tokio::time::sleep(Duration::from_millis(2)).await;
