@@ -1072,6 +1072,23 @@ async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent()
         in_mcp_session(&app, &alice.agent, &ids[1]).await,
         StatusCode::ACCEPTED
     );
+    // Another agent cannot end it; its own client can.
+    let end = |agent: &str| {
+        app.client
+            .delete(format!("{}/mcp", app.url))
+            .bearer_auth(agent)
+            .header("mcp-session-id", &ids[1])
+            .send()
+    };
+    assert_eq!(
+        end(&other_agent).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    assert!(end(&alice.agent).await.unwrap().status().is_success());
+    assert_eq!(
+        in_mcp_session(&app, &alice.agent, &ids[1]).await,
+        StatusCode::NOT_FOUND
+    );
 
     // An operator who turned elicitation off gets no sessions either.
     let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Off).await;
