@@ -295,6 +295,7 @@ async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Resul
         })
         .collect::<Result<Vec<_>, _>>()?;
     let before = daemon.rss_mib();
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut streams = Vec::with_capacity(n);
     for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
         let opening = chunk.iter().map(|&i| {
@@ -310,9 +311,16 @@ async fn hold_streams(scene: &Scene, daemon: &Daemon, n: usize) -> anyhow::Resul
         for response in futures_util::future::join_all(opening).await {
             streams.push(response?.error_for_status()?);
         }
-        eprint!("\rbench: {} streams open", streams.len());
+        // One line updated in place on a terminal; a line per 2,500 in a log.
+        if terminal {
+            eprint!("\rbench: {} streams open", streams.len());
+        } else if streams.len() % 2500 == 0 || streams.len() == n {
+            eprintln!("bench: {} streams open", streams.len());
+        }
     }
-    eprintln!();
+    if terminal {
+        eprintln!();
+    }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let per_1k = (daemon.rss_mib() - before) / (n as f64 / 1000.0);
 
