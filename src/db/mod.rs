@@ -151,6 +151,14 @@ impl Db {
         self.writer.queued()
     }
 
+    /// Lets a SQLite batch stay open up to `age` while others wait to join
+    /// it (5 ms by default). Only for tests that need several members in
+    /// one batch on a machine too busy to gather them within 5 ms.
+    #[doc(hidden)]
+    pub fn set_max_batch_age(&self, age: std::time::Duration) {
+        self.writer.set_max_age(age);
+    }
+
     /// Whether the schema exists yet (false on a brand-new database).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
         let sql = match self.backend {

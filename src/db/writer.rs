@@ -16,7 +16,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
@@ -25,7 +25,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 /// A batch this large commits at once, however many are waiting.
 const MAX_MEMBERS: usize = 64;
-/// A batch this old commits at once, however many are waiting.
+/// A batch this old commits at once, however many are waiting (tests may
+/// raise it: [`Writer::set_max_age`]).
 const MAX_AGE: Duration = Duration::from_millis(5);
 
 /// Why a batch failed: the kind of the error (so a full disk still reads as
@@ -41,6 +42,8 @@ pub(crate) struct Writer {
     state: Arc<Mutex<State>>,
     /// Tasks waiting for the lock; zero means nobody would join the batch.
     queued: AtomicUsize,
+    /// [`MAX_AGE`] unless a test changed it, in microseconds.
+    max_age_us: AtomicU64,
 }
 
 impl std::fmt::Debug for Writer {
@@ -83,7 +86,17 @@ impl Writer {
             pool,
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
+            max_age_us: AtomicU64::new(MAX_AGE.as_micros() as u64),
         }
+    }
+
+    pub(crate) fn set_max_age(&self, age: Duration) {
+        let us = u64::try_from(age.as_micros()).unwrap_or(u64::MAX);
+        self.max_age_us.store(us, Ordering::SeqCst);
+    }
+
+    fn max_age(&self) -> Duration {
+        Duration::from_micros(self.max_age_us.load(Ordering::SeqCst))
     }
 
     pub(crate) fn queued(&self) -> usize {
@@ -335,7 +348,8 @@ async fn leave(
     }
     let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
     let nobody_waiting = writer.queued.load(Ordering::SeqCst) == 0;
-    if nobody_waiting || batch.members >= MAX_MEMBERS || batch.started.elapsed() >= MAX_AGE {
+    if nobody_waiting || batch.members >= MAX_MEMBERS || batch.started.elapsed() >= writer.max_age()
+    {
         commit_batch(state).await;
     } else if !batch.finisher {
         // Queued behind those already waiting: they join this batch first.
