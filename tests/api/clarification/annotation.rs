@@ -11,10 +11,12 @@ use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerA
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
+use super::{
+    answer, clarify, created, open_transcript, prompt_of, refused_on_both, unchanged, widget,
+};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{assert_error, canary, scene, spawn_app};
-use crate::mcp::{McpClient, call, connect, error_code, structured};
+use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
 use crate::webdriver::Chrome;
 
@@ -373,12 +375,7 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
         (screen(json!(["text", "text"])), "invalid_tools"),
     ];
     for (body, code) in &cases {
-        let r = clarify(&app, &s.agent, &s.session, body).await;
-        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
-        assert_eq!(
-            error_code(&call(&client, "request_clarification", body.clone()).await),
-            *code
-        );
+        refused_on_both(&app, (&s, &client), body, code, None).await;
     }
     let r = clarify(&app, &s.agent, &s.session, &screen(json!(["pen"]))).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;

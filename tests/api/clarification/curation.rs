@@ -7,10 +7,13 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
+use super::{
+    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
+    unchanged, widget,
+};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
-use crate::mcp::{McpClient, call, connect, error_code, structured};
+use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
 use crate::webdriver::{Chrome, wait_for};
 
@@ -340,12 +343,7 @@ async fn curation_limits_have_stable_codes_and_create_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = clarify(&app, &s.agent, &s.session, body).await;
-        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
-        assert_eq!(
-            error_code(&call(&client, "request_clarification", body.clone()).await),
-            *code
-        );
+        refused_on_both(&app, (&s, &client), body, code, None).await;
     }
     for (body, at) in [
         (with(&|w| w["sort"] = json!("asc")), "(at `widget`)"),
@@ -358,13 +356,7 @@ async fn curation_limits_have_stable_codes_and_create_nothing() {
             "(at `widget.default_state`)",
         ),
     ] {
-        let r = clarify(&app, &s.agent, &s.session, &body).await;
-        let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
-        assert!(message.ends_with(at), "{message}");
-        assert_eq!(
-            error_code(&call(&client, "request_clarification", body).await),
-            "invalid_body"
-        );
+        malformed_on_both(&app, (&s, &client), &body, at, None).await;
     }
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
     let body = with(&|w| w["items"] = items(500));

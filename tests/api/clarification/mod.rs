@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use widgetd::widgets;
 
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
-use crate::mcp::{call, connect, error_code, structured};
+use crate::mcp::{McpClient, call, connect, error_code, structured};
 use crate::webdriver::Chrome;
 
 /// Chromium signed in as `user` on `session`'s transcript, the document
@@ -83,6 +83,43 @@ pub async fn unchanged(app: &TestApp, scene: &Scene, id: &str) {
         "SELECT count(*) FROM audit_log WHERE widget_id = '{id}' AND action = 'widget.submit'"
     );
     assert_eq!(app.count(&sql).await, 0);
+}
+
+/// That `body` is refused with `code` over REST (`422`, its body without
+/// `hidden`) and over MCP alike, creating nothing; returns the REST message.
+pub async fn refused_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    code: &str,
+    hidden: Option<&str>,
+) -> String {
+    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, hidden).await;
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        code
+    );
+    message
+}
+
+/// That a `body` of the wrong shape is `400 invalid_body` over REST, its
+/// message ending with the path `at` (and its body without `hidden`), and
+/// `invalid_body` over MCP.
+pub async fn malformed_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    at: &str,
+    hidden: Option<&str>,
+) {
+    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", hidden).await;
+    assert!(message.ends_with(at), "{message}");
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        "invalid_body"
+    );
 }
 
 /// A `choice` widget offering `labels`.

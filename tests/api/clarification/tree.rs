@@ -9,10 +9,13 @@ use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{answer, clarify, created, open_transcript, prompt_of, unchanged, widget};
+use super::{
+    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
+    unchanged, widget,
+};
 use crate::browser::{XSS, assert_inert};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
-use crate::mcp::{McpClient, call, connect, error_code, structured};
+use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
 use crate::webdriver::Chrome;
 
@@ -320,12 +323,7 @@ async fn tree_limits_have_stable_codes_and_create_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = clarify(&app, &s.agent, &s.session, body).await;
-        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
-        assert_eq!(
-            error_code(&call(&client, "request_clarification", body.clone()).await),
-            *code
-        );
+        refused_on_both(&app, (&s, &client), body, code, None).await;
     }
     for (body, at) in [
         (
@@ -337,9 +335,7 @@ async fn tree_limits_have_stable_codes_and_create_nothing() {
             "(at `widget.nodes.2`)",
         ),
     ] {
-        let r = clarify(&app, &s.agent, &s.session, &body).await;
-        let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
-        assert!(message.ends_with(at), "{message}");
+        malformed_on_both(&app, (&s, &client), &body, at, None).await;
     }
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
     // At the limit: 500 nodes, a chain 500 deep, accepted and shown.
