@@ -76,20 +76,32 @@ async fn json_body(response: Response) -> Response {
 
 /// An SSE body, rewritten line by line as it streams: a `data:` line that
 /// holds a JSON-RPC error is replaced (rmcp writes each message on one
-/// line); every other line passes unchanged and at once.
+/// line); every other line passes unchanged and at once. A last line
+/// without its newline is passed on when the body ends.
 fn event_stream(response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
     parts.headers.remove(CONTENT_LENGTH);
-    let mut pending: Vec<u8> = Vec::new();
-    let lines = body.into_data_stream().map(move |frame| {
-        let frame = frame?;
-        pending.extend_from_slice(&frame);
-        let Some(end) = pending.iter().rposition(|&b| b == b'\n') else {
-            return Ok::<_, axum::Error>(Bytes::new());
+    let frames = body
+        .into_data_stream()
+        .map(Some)
+        .chain(futures_util::stream::once(async { None }));
+    let lines = frames.scan(Vec::new(), |pending: &mut Vec<u8>, frame| {
+        let out = match frame {
+            Some(Ok(frame)) => {
+                pending.extend_from_slice(&frame);
+                match pending.iter().rposition(|&b| b == b'\n') {
+                    Some(end) => {
+                        let rest = pending.split_off(end + 1);
+                        let complete = std::mem::replace(pending, rest);
+                        Ok(Bytes::from(rewrite_lines(&complete)))
+                    }
+                    None => Ok(Bytes::new()),
+                }
+            }
+            Some(Err(err)) => Err(err),
+            None => Ok(Bytes::from(rewrite_lines(&std::mem::take(pending)))),
         };
-        let rest = pending.split_off(end + 1);
-        let complete = std::mem::replace(&mut pending, rest);
-        Ok(Bytes::from(rewrite_lines(&complete)))
+        std::future::ready(Some(out))
     });
     Response::from_parts(parts, Body::from_stream(lines))
 }
@@ -116,7 +128,30 @@ fn rewrite_lines(lines: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::rewrite_lines;
+    use axum::body::Body;
+    use axum::response::Response;
+
+    use super::{event_stream, rewrite_lines};
+
+    #[tokio::test]
+    async fn a_stream_is_rewritten_across_frames_and_keeps_a_last_line_without_newline() {
+        let frames: Vec<Result<&'static str, std::io::Error>> = vec![
+            Ok("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,"),
+            Ok("\"message\":\"sk-CANARY\"}}\n\n: ping\n"),
+            Ok("data: tail"),
+        ];
+        let response = Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from_stream(futures_util::stream::iter(frames)))
+            .unwrap();
+        let body = axum::body::to_bytes(event_stream(response).into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(!text.contains("CANARY"), "{text}");
+        assert!(text.contains("\"message\":\"method not found\""), "{text}");
+        assert!(text.ends_with("\n\n: ping\ndata: tail"), "{text}");
+    }
 
     #[test]
     fn an_error_event_loses_its_message_and_other_lines_pass() {
