@@ -5,8 +5,8 @@
 //! resulting [`AgentSession`] from the HTTP parts rmcp hands them, so a
 //! session id never comes from tool arguments. The service is stateless
 //! (each POST is answered on its own), except for the one kind of client
-//! that needs an MCP session: one that negotiates a protocol before
-//! 2026-07-28 and declares elicitation (see [`sessions`]).
+//! that needs an MCP session: one whose `initialize` (protocols before
+//! 2026-07-28) declares elicitation (see [`sessions`]).
 
 mod elicit;
 mod inflight;
@@ -134,7 +134,7 @@ async fn serve(
         // a new one.
         return Ok((
             axum::http::StatusCode::NOT_FOUND,
-            "Not Found: Session not found",
+            "Not Found: Session not found; send `initialize` to start a new MCP session",
         )
             .into_response());
     }
