@@ -272,3 +272,24 @@ pub async fn rewrap_keyring(
     }
     Ok(stored.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_names_the_key_and_hides_the_material() {
+        let material = random_bytes::<32>();
+        let key = DataKey {
+            id: 7,
+            cipher: cipher(&material),
+        };
+        assert_eq!(format!("{key:?}"), "DataKey(7, [REDACTED])");
+        let keyring = Keyring {
+            kek: MasterKey::generate().kek(),
+            keys: RwLock::new(BTreeMap::from([(7, Arc::new(key))])),
+        };
+        assert_eq!(format!("{keyring:?}"), "Keyring([REDACTED])");
+        assert_eq!(format!("{keyring:#?}"), "Keyring([REDACTED])");
+    }
+}

@@ -532,3 +532,84 @@ fn every_route_has_a_row() {
         "rows for routes that no longer exist: {stale:?}"
     );
 }
+
+/// A refusal says what the caller lacks, in words meant for them: the
+/// agent, a token, a person who may only read. The matrix above checks
+/// who is refused; this checks what each is told.
+#[tokio::test]
+async fn each_refusal_tells_the_caller_what_it_lacks() {
+    let app = spawn_app().await;
+    let f = fixture(&app).await;
+    let (agent, token_without_scope) = (
+        f.callers[1].bearer.as_deref().unwrap(),
+        f.callers[3].bearer.as_deref().unwrap(),
+    );
+    let viewer = f.callers[5].browser.as_ref().unwrap();
+    let env = format!("/api/v1/sessions/{}/env", f.session);
+    let refusals = [
+        (
+            "an agent reading values",
+            app.get(&env, agent).await,
+            "agent tokens can never read values",
+        ),
+        (
+            "an agent draining prompts",
+            app.get(&format!("/api/v1/sessions/{}/prompts", f.session), agent)
+                .await,
+            "agent tokens cannot do this; it needs the session creator",
+        ),
+        (
+            "a token without env:read",
+            app.get(&env, token_without_scope).await,
+            "this needs an API token with the `env:read` scope; mint one with \
+             `widgetd token create --user NAME --scope env:read`",
+        ),
+        (
+            "a viewer answering",
+            app.post_form(
+                viewer,
+                &format!("/widgets/{}/submit", f.widget),
+                &[("value.MATRIX_KEY", "v")],
+            )
+            .await,
+            "you may read this session but not answer its widgets",
+        ),
+        (
+            "a viewer sharing",
+            app.post_form(
+                viewer,
+                &format!("/sessions/{}/sharing", f.session),
+                &form_for("/sessions/{id}/sharing")
+                    .iter()
+                    .map(|(k, v)| (*k, v.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .await,
+            "only the session's creator may do this",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (who, response, said) in refusals {
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who}: {text}");
+        // A JSON error body's message, or the error page's first paragraph.
+        let message = match serde_json::from_str::<Value>(&text) {
+            Ok(body) => body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            Err(_) => text
+                .split("error-page\">")
+                .nth(1)
+                .and_then(|page| page.split("<p>").nth(1))
+                .and_then(|p| p.split("</p>").next())
+                .unwrap_or_default()
+                .replace("&#39;", "'"),
+        };
+        if message != said {
+            wrong.push(format!("{who}: told {message:?}, not {said:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

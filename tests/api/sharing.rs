@@ -80,8 +80,28 @@ async fn a_prompt_user_answers_into_the_creators_store_and_a_view_user_cannot() 
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(app.count("SELECT count(*) FROM env_vars").await, 0);
 
-    // Bob answers; the value is Alice's, for Alice's agent.
+    // Bob's page (and the widget's live card) has the answer form and the
+    // reply box that Carol's lacks: his grant, not ownership, gives them.
     let bob_browser = app.login("bob").await;
+    for path in [
+        format!("/sessions/{}", alice.session),
+        format!("/sessions/{}/widgets/{id}", alice.session),
+    ] {
+        let page = app.page(&bob_browser, &path).await;
+        assert!(page.contains("name=\"value.SHARED_KEY\""), "{path}: {page}");
+        assert!(!page.contains("Waiting for SHARED_KEY"), "{path}: {page}");
+    }
+    let reply_box = format!("action=\"/sessions/{}/reply\"", alice.session);
+    let bobs_page = app
+        .page(&bob_browser, &format!("/sessions/{}", alice.session))
+        .await;
+    assert!(bobs_page.contains(&reply_box), "{bobs_page}");
+    let carols_page = app
+        .page(&carol, &format!("/sessions/{}", alice.session))
+        .await;
+    assert!(!carols_page.contains(&reply_box), "{carols_page}");
+
+    // Bob answers; the value is Alice's, for Alice's agent.
     let r = app
         .post_form(
             &bob_browser,

@@ -3,7 +3,7 @@
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::AnyPool;
 use widgetd::auth::{self, Role, User};
-use widgetd::crypto::{MasterKey, MasterKeySource, rewrap_keyring};
+use widgetd::crypto::{Keyring, KeyringError, MasterKey, MasterKeySource, rewrap_keyring};
 use widgetd::error::AppError;
 use widgetd::ids::SessionId;
 use widgetd::secrets::{self, EnvVarName, SecretValue, Target};
@@ -99,6 +99,45 @@ impl Vault {
                 .await
                 .unwrap();
         }
+    }
+
+    /// Exchanges the wrapped data keys (nonce and ciphertext) of keyring
+    /// rows 1 and 2.
+    async fn swap_wrapped_keys(&self) {
+        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+            "SELECT key_id, nonce, wrapped_key FROM keyring WHERE key_id IN (1, 2) ORDER BY key_id",
+        )
+        .fetch_all(self.pool())
+        .await
+        .unwrap();
+        assert_eq!(rows.len(), 2, "two data keys to swap");
+        for (target, source) in [(&rows[0], &rows[1]), (&rows[1], &rows[0])] {
+            sqlx::query("UPDATE keyring SET nonce = $1, wrapped_key = $2 WHERE key_id = $3")
+                .bind(&source.1)
+                .bind(&source.2)
+                .bind(target.0)
+                .execute(self.pool())
+                .await
+                .unwrap();
+        }
+    }
+
+    /// `keys status` as (key id, values it encrypts, whether newest).
+    async fn key_status(&self) -> Vec<(i64, i64, bool)> {
+        let mut conn = self.pool().acquire().await.unwrap();
+        Keyring::status(&mut conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|k| {
+                assert!(
+                    k.created_at.starts_with("20") && k.created_at.ends_with('Z'),
+                    "{}",
+                    k.created_at
+                );
+                (k.key_id, k.env_vars, k.newest)
+            })
+            .collect()
     }
 
     async fn exec(&self, sql: &str) {
@@ -340,4 +379,69 @@ async fn a_value_under_a_since_blocked_name_is_reported_not_served() {
         "{}",
         env.unreadable[0].reason
     );
+}
+
+/// A wrapped data key is bound to its keyring row as a value is to its
+/// env row: two rows that trade their wrapped keys no longer open, and the
+/// master key is named as the likely cause before anything is decrypted.
+#[tokio::test]
+async fn moving_a_wrapped_data_key_to_another_keyring_row_fails_the_load() {
+    let v = vault().await;
+    v.set(&Target::Global, "FIRST", "under-key-1").await;
+    let mut conn = v.pool().acquire().await.unwrap();
+    assert_eq!(v.data.keyring.rotate(&mut conn).await.unwrap(), 2);
+    drop(conn);
+    v.set(&Target::Global, "SECOND", "under-key-2").await;
+
+    v.swap_wrapped_keys().await;
+    let mut conn = v.pool().acquire().await.unwrap();
+    match Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env).await {
+        Err(KeyringError::WrongMasterKey { key_id: 1, .. }) => {}
+        other => panic!(
+            "a keyring with swapped wrapped keys loaded: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let (_, failed) = Keyring::load_checked(&mut conn, &v.data.master)
+        .await
+        .unwrap();
+    assert_eq!(failed, [1, 2]);
+    drop(conn);
+
+    v.swap_wrapped_keys().await;
+    let mut conn = v.pool().acquire().await.unwrap();
+    let keyring = Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env)
+        .await
+        .unwrap();
+    let env = secrets::effective_env(&mut conn, &keyring, &v.alice.id, &v.session)
+        .await
+        .unwrap();
+    assert_eq!(env.values["FIRST"].expose_secret(), "under-key-1");
+    assert_eq!(env.values["SECOND"].expose_secret(), "under-key-2");
+}
+
+/// A data dir gets one data key when it is created and none on a later
+/// start; `keys status` counts the values under each key and marks the
+/// newest.
+#[tokio::test]
+async fn reopening_adds_no_data_key_and_status_counts_values_per_key() {
+    let v = vault().await;
+    assert!(!v.data.keyring.is_empty());
+    assert_eq!(v.key_status().await, [(1, 0, true)]);
+    v.set(&Target::Global, "A_KEY", "a").await;
+    v.set(&Target::Global, "B_KEY", "b").await;
+    let mut conn = v.pool().acquire().await.unwrap();
+    v.data.keyring.rotate(&mut conn).await.unwrap();
+    drop(conn);
+    v.set(&Target::Global, "C_KEY", "c").await;
+    assert_eq!(v.key_status().await, [(1, 2, false), (2, 1, true)]);
+
+    let again = crate::helpers::open_data(&v.data.path).await;
+    assert!(!again.keyring.is_empty());
+    assert_eq!(v.key_status().await, [(1, 2, false), (2, 1, true)]);
+    let mut conn = again.db.read.acquire().await.unwrap();
+    let env = secrets::effective_env(&mut conn, &again.keyring, &v.alice.id, &v.session)
+        .await
+        .unwrap();
+    assert_eq!(env.values.len(), 3);
 }
