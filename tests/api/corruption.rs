@@ -10,7 +10,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::{Connection, SqliteConnection};
 
-use crate::helpers::{Daemon, client, stderr, stdout, widgetd};
+use crate::helpers::{
+    COMMAND_LIMIT, Daemon, OutputWithin, REFUSAL_LIMIT, client, stderr, stdout, widgetd,
+};
 
 /// A data dir with two users' values, a webhook, widgets and audit rows,
 /// made through the real daemon and stopped cleanly.
@@ -119,15 +121,16 @@ pub fn api_token(dir: &Path) -> String {
     let out = widgetd(dir)
         .args(["token", "create", "--user", "admin"])
         .args(["--scope", "sessions,env:read,env:write"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out).trim().to_owned()
 }
 
 /// `widgetd check --json`: (exit code, report, everything it printed).
 pub fn check(dir: &Path) -> (i32, Value, String) {
-    let out = widgetd(dir).args(["check", "--json"]).output().unwrap();
+    let out = widgetd(dir)
+        .args(["check", "--json"])
+        .output_within(COMMAND_LIMIT);
     let printed = format!("{}{}", stdout(&out), stderr(&out));
     let report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("check printed no JSON report ({e}): {printed}"));
@@ -213,7 +216,9 @@ async fn check_passes_a_sound_data_dir_and_shows_no_value() {
     fixture.assert_no_value_in(&printed);
 
     // The report for people: a line per check, a summary, exit 0.
-    let out = widgetd(&fixture.dir).arg("check").output().unwrap();
+    let out = widgetd(&fixture.dir)
+        .arg("check")
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(text.contains("All 7 checks passed."), "{text}");
@@ -303,8 +308,7 @@ async fn a_deleted_keyring_row_stops_start_up_and_is_named() {
     // and changes nothing.
     let out = widgetd(&dir)
         .args(["serve", "--bind", "127.0.0.1:0"])
-        .output()
-        .unwrap();
+        .output_within(REFUSAL_LIMIT);
     assert!(!out.status.success());
     let said = stderr(&out);
     assert!(
@@ -411,7 +415,9 @@ async fn a_flipped_bit_is_found_where_it_matters_and_never_served() {
     // The file's header: nothing opens it, and each command says why.
     let dir = fixture.copy("flip-header");
     flip(&dir, 3, 4);
-    let out = widgetd(&dir).args(["user", "list"]).output().unwrap();
+    let out = widgetd(&dir)
+        .args(["user", "list"])
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("is damaged and was not used"),
@@ -480,8 +486,7 @@ async fn a_write_ahead_log_cut_short_keeps_a_whole_prefix_and_says_so() {
     let token = {
         let out = widgetd(&dir)
             .args(["token", "create", "--user", "bob", "--scope", "env:write"])
-            .output()
-            .unwrap();
+            .output_within(COMMAND_LIMIT);
         stdout(&out).trim().to_owned()
     };
     let mut daemon = Daemon::start(&dir, tmp.path(), "wal");

@@ -1,8 +1,9 @@
 //! Spawning the app and the binary, and the small steps tests share.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use reqwest::{Client, Response, StatusCode};
 use secrecy::ExposeSecret;
@@ -212,7 +213,8 @@ pub fn widgetd(data_dir: &Path) -> Command {
     command
 }
 
-/// Runs the binary with `stdin` piped in; returns its output.
+/// Runs the binary with `stdin` piped in; returns its output. Bounded by
+/// [`COMMAND_LIMIT`].
 pub fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
     use std::io::Write;
     let mut child = command
@@ -227,7 +229,123 @@ pub fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
         .unwrap()
         .write_all(stdin.as_bytes())
         .unwrap();
-    child.wait_with_output().unwrap()
+    collect_within(command, child, COMMAND_LIMIT)
+}
+
+/// How long a command of the binary that exits by itself (`user add`,
+/// `check`, `backup`, …) may run before its test fails. Each takes well
+/// under a second alone, a few on a loaded two-core machine.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long `widgetd serve` may take to refuse a data dir it must not use
+/// (it opens the database and stops, in well under a second): a daemon
+/// that serves instead fails the test this soon, not at the harness's limit.
+pub const REFUSAL_LIMIT: Duration = Duration::from_secs(15);
+
+/// How long a daemon may take to exit after SIGTERM or SIGINT.
+pub const STOP_LIMIT: Duration = Duration::from_secs(20);
+
+/// `Command::output` with a time limit: a process that should exit by
+/// itself and does not fails its test with a message instead of hanging it.
+pub trait OutputWithin {
+    /// Runs the command to its end and returns what it printed; if it has
+    /// not exited within `limit`, kills it and fails the test, showing what
+    /// it printed so far.
+    fn output_within(&mut self, limit: Duration) -> Output;
+}
+
+impl OutputWithin for Command {
+    fn output_within(&mut self, limit: Duration) -> Output {
+        let child = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", describe(self)));
+        collect_within(self, child, limit)
+    }
+}
+
+/// The program and its arguments, for a failure message (not its
+/// environment, which may hold tokens).
+fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reads a pipe to its end on a thread; the bytes so far stay readable
+/// through the returned buffer even while a grandchild holds the pipe open.
+fn drain(
+    mut pipe: impl std::io::Read + Send + 'static,
+    done: std::sync::mpsc::Sender<()>,
+) -> Arc<std::sync::Mutex<Vec<u8>>> {
+    let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = buffer.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+        let _ = done.send(());
+    });
+    buffer
+}
+
+/// Waits for `child` (its stdout and stderr piped) and its output, at most
+/// `limit`; kills it and fails the test past that.
+fn collect_within(command: &Command, mut child: std::process::Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    let (done, finished) = std::sync::mpsc::channel();
+    let out = drain(child.stdout.take().unwrap(), done.clone());
+    let err = drain(child.stderr.take().unwrap(), done);
+    let status = wait_until(&mut child, deadline);
+    // Both pipes reach their end once the process (and any child of its
+    // that kept them) has exited.
+    let closed = status.is_some()
+        && (0..2).all(|_| {
+            finished
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_ok()
+        });
+    let (stdout, stderr) = (out.lock().unwrap().clone(), err.lock().unwrap().clone());
+    match status {
+        Some(status) if closed => Output {
+            status,
+            stdout,
+            stderr,
+        },
+        _ => panic!(
+            "`{}` did not finish within {limit:?}; it printed:\n{}\n{}",
+            describe(command),
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        ),
+    }
+}
+
+/// The exit status of `child` if it exits before `deadline`; otherwise
+/// kills it and returns `None`.
+fn wait_until(child: &mut std::process::Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `child` to exit, at most `limit`; past that kills it and
+/// fails the test with `what` (what the process was expected to do).
+pub fn wait_within(child: &mut std::process::Child, limit: Duration, what: &str) -> ExitStatus {
+    wait_until(child, Instant::now() + limit)
+        .unwrap_or_else(|| panic!("{what}: the process had not exited after {limit:?}"))
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -516,15 +634,20 @@ impl Daemon {
         }
     }
 
-    /// Sends SIGTERM and waits; asserts a clean exit.
+    /// Sends SIGTERM and waits (at most [`STOP_LIMIT`]); asserts a clean exit.
     pub fn stop(mut self) {
         Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .unwrap();
+        let status = wait_within(
+            &mut self.child,
+            STOP_LIMIT,
+            "the daemon did not shut down on SIGTERM",
+        );
         assert!(
-            self.child.wait().unwrap().success(),
-            "the daemon did not shut down cleanly on SIGTERM"
+            status.success(),
+            "the daemon did not shut down cleanly on SIGTERM: {status}"
         );
     }
 }
