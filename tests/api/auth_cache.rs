@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use widgetd::auth::Role;
 
 use crate::helpers::{Browser, TestApp, assert_error, scene, spawn_app, widgetd};
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 
 fn ok(command: &mut std::process::Command) -> String {
-    let output = command.output().unwrap();
+    let output = command.output_within(COMMAND_LIMIT);
     assert!(
         output.status.success(),
         "failed: {}{}",

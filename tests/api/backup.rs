@@ -8,6 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::corruption::{api_token, check};
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, client, stderr, stdout, widgetd};
 
 /// Values the daemon acknowledged, in order.
@@ -70,7 +71,13 @@ async fn a_backup_under_load_restores_whole_into_a_fresh_data_dir() {
             tokio::spawn(work)
         })
         .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while acked.lock().unwrap().len() < 50 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon acknowledged {} writes in 60 s, not 50",
+            acked.lock().unwrap().len()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     // What was acknowledged before the backup began must be in it.
@@ -78,7 +85,12 @@ async fn a_backup_under_load_restores_whole_into_a_fresh_data_dir() {
     let copy = tmp.path().join("copy.db");
     let out = tokio::task::spawn_blocking({
         let (dir, copy) = (dir.clone(), copy.clone());
-        move || widgetd(&dir).arg("backup").arg(&copy).output().unwrap()
+        move || {
+            widgetd(&dir)
+                .arg("backup")
+                .arg(&copy)
+                .output_within(COMMAND_LIMIT)
+        }
     })
     .await
     .unwrap();
@@ -102,8 +114,7 @@ async fn a_backup_under_load_restores_whole_into_a_fresh_data_dir() {
         .arg(&copy)
         .arg("--key-file")
         .arg(dir.join("master.key"))
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("chain intact"), "{}", stdout(&out));
     let (code, report, printed) = check(&fresh);
@@ -150,7 +161,10 @@ async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out(
     );
 
     // Over a data dir with a database: refused, then moved aside with --force.
-    let out = widgetd(&dir).arg("restore").arg(&copy).output().unwrap();
+    let out = widgetd(&dir)
+        .arg("restore")
+        .arg(&copy)
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("already holds a database (widgetd.db)"),
@@ -161,8 +175,7 @@ async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out(
         .arg("restore")
         .arg(&copy)
         .arg("--force")
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
     let aside: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -184,8 +197,7 @@ async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out(
         .arg(&copy)
         .arg("--key-file")
         .arg(&key)
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("nothing was restored"),
@@ -195,6 +207,9 @@ async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out(
     assert!(stdout(&out).contains("does not unwrap"), "{}", stdout(&out));
     assert!(!fresh.join("widgetd.db").exists() && !fresh.join("master.key").exists());
     // Without any key: told how to give one.
-    let out = widgetd(&fresh).arg("restore").arg(&copy).output().unwrap();
+    let out = widgetd(&fresh)
+        .arg("restore")
+        .arg(&copy)
+        .output_within(COMMAND_LIMIT);
     assert!(stderr(&out).contains("--key-file"), "{}", stderr(&out));
 }

@@ -11,6 +11,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use reqwest::Client;
 use serde_json::{Value, json};
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin, STOP_LIMIT};
 use crate::helpers::{Daemon, PASSWORD, canary, client, stderr, stdout, widgetd};
 
 /// Text forms the value could take if it leaked: as is, hex, and base64 at
@@ -86,8 +87,7 @@ async fn a_canary_reaches_only_the_executor_path() {
             "--json",
         ])
         .env("RUST_LOG", "trace")
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     cli_output.extend_from_slice(&minted.stderr);
     let token: Value = serde_json::from_slice(&minted.stdout).unwrap();
     let token = token["token"].as_str().unwrap().to_owned();
@@ -370,7 +370,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     ])
     .env("WIDGETD_TOKEN", &token)
     .env("RUST_LOG", "trace");
-    let exec = tokio::task::spawn_blocking(move || exec.output().unwrap())
+    let exec = tokio::task::spawn_blocking(move || exec.output_within(COMMAND_LIMIT))
         .await
         .unwrap();
     assert_eq!(
@@ -501,8 +501,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     let audit = String::from_utf8_lossy(
         &widgetd(&dir)
             .args(["audit", "list", "--json"])
-            .output()
-            .unwrap()
+            .output_within(COMMAND_LIMIT)
             .stdout,
     )
     .into_owned();
@@ -528,6 +527,7 @@ async fn a_canary_reaches_only_the_executor_path() {
 /// its stdout and stderr.
 fn host_turn(url: &str, token: &str, session: &str, agent: &str) -> (String, String) {
     use std::io::{BufRead, BufReader, Read};
+    use std::time::Duration;
     let mut host = Command::new(env!("CARGO_BIN_EXE_widgetd"))
         .args(["host", "--url", url, "--session", session])
         .args(["--prompt", "show the keys", "--", "sh", "-c"])
@@ -539,6 +539,11 @@ fn host_turn(url: &str, token: &str, session: &str, agent: &str) -> (String, Str
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let watchdog = crate::helpers::kill_after(
+        host.id(),
+        Duration::from_secs(60),
+        "widgetd host: one turn and its output",
+    );
     let mut stdout = BufReader::new(host.stdout.take().unwrap());
     let mut out = String::new();
     while !out.contains("concealed") {
@@ -556,7 +561,9 @@ fn host_turn(url: &str, token: &str, session: &str, agent: &str) -> (String, Str
         .unwrap();
     stdout.read_to_string(&mut out).unwrap();
     err.read_to_string(&mut said).unwrap();
-    assert!(host.wait().unwrap().success(), "{said}");
+    drop(watchdog);
+    let status = crate::helpers::wait_within(&mut host, STOP_LIMIT, "widgetd host on SIGINT");
+    assert!(status.success(), "{said}");
     assert!(said.contains("widgetd host: stopped"), "{said}");
     (out, said)
 }
@@ -575,8 +582,7 @@ async fn a_pending_widget_survives_a_killed_daemon() {
             "--scope",
             "sessions,env:read",
         ])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     let token = stdout(&token).trim().to_owned();
     let client = client();
     let session: Value = client

@@ -11,6 +11,7 @@ use widgetd::auth;
 use widgetd::crypto::MasterKey;
 use widgetd::secrets;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin, REFUSAL_LIMIT};
 use crate::helpers::{run_with_stdin, stderr, stdout, widgetd};
 
 /// Every file in the data dir with its bytes.
@@ -28,7 +29,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn ok(command: &mut std::process::Command) -> String {
-    let output = command.output().unwrap();
+    let output = command.output_within(COMMAND_LIMIT);
     assert!(
         output.status.success(),
         "failed: {}{}",
@@ -102,8 +103,7 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
     let out = widgetd(&dir)
         .args(["user", "list"])
         .env("WIDGETD_MASTER_KEY", wrong.as_str())
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("does not match this data dir"),
@@ -116,8 +116,7 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
     let out = widgetd(&dir)
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("WIDGETD_MASTER_KEY", "short")
-        .output()
-        .unwrap();
+        .output_within(REFUSAL_LIMIT);
     assert!(!out.status.success());
     assert!(stderr(&out).contains(
         "WIDGETD_MASTER_KEY is not valid: expected the base64 encoding of exactly 32 bytes"
@@ -129,7 +128,9 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
-    let out = widgetd(&dir).args(["user", "list"]).output().unwrap();
+    let out = widgetd(&dir)
+        .args(["user", "list"])
+        .output_within(COMMAND_LIMIT);
     assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
     std::fs::set_permissions(
         dir.join("master.key"),
@@ -138,7 +139,9 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
     .unwrap();
 
     std::fs::rename(dir.join("master.key"), tmp.path().join("moved.key")).unwrap();
-    let out = widgetd(&dir).args(["user", "list"]).output().unwrap();
+    let out = widgetd(&dir)
+        .args(["user", "list"])
+        .output_within(COMMAND_LIMIT);
     assert!(
         stderr(&out).contains("there is no master key"),
         "{}",
@@ -170,7 +173,9 @@ async fn rotate_then_reencrypt_keeps_values_and_moves_them_to_the_new_key() {
     assert_eq!(status[1]["newest"], true);
     assert_eq!(global_value(&dir, "API_KEY").await, "value-before\n");
 
-    let out = widgetd(&dir).args(["keys", "reencrypt"]).output().unwrap();
+    let out = widgetd(&dir)
+        .args(["keys", "reencrypt"])
+        .output_within(COMMAND_LIMIT);
     assert!(
         stderr(&out).contains("re-encrypted 1/1"),
         "progress is shown: {}",
@@ -206,8 +211,7 @@ async fn rekey_replaces_the_master_and_an_interrupted_rekey_completes_at_start()
             "WIDGETD_MASTER_KEY",
             String::from_utf8(old_key.clone()).unwrap().trim(),
         )
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(
         stderr(&out).contains("does not match"),
         "the old master still works"
@@ -245,8 +249,7 @@ async fn rekey_replaces_the_master_and_an_interrupted_rekey_completes_at_start()
     let out = widgetd(&dir)
         .args(["user", "list"])
         .env("WIDGETD_MASTER_KEY", next.to_base64().as_str())
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -272,13 +275,11 @@ async fn tokens_users_and_backups_from_the_command_line() {
     ok(widgetd(&dir).args(["token", "revoke", minted["id"].as_str().unwrap()]));
     let out = widgetd(&dir)
         .args(["token", "revoke", minted["id"].as_str().unwrap()])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success() && stderr(&out).contains("live token not found"));
     let out = widgetd(&dir)
         .args(["token", "create", "--user", "alice", "--scope", "root"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(
         stderr(&out).contains("unknown token scope `root`"),
         "{}",
@@ -306,7 +307,10 @@ async fn tokens_users_and_backups_from_the_command_line() {
         std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let out = widgetd(&dir).arg("backup").arg(&copy).output().unwrap();
+    let out = widgetd(&dir)
+        .arg("backup")
+        .arg(&copy)
+        .output_within(COMMAND_LIMIT);
     assert!(stderr(&out).contains("already exists"));
     // The copy is a working data dir once the master key is beside it.
     let restored = tmp.path().join("restored");
@@ -373,7 +377,9 @@ async fn audit_verify_names_the_first_edited_deleted_or_reordered_row() {
             sqlx::query(sql).execute(&pool).await.unwrap();
         }
         pool.close().await;
-        let out = widgetd(&copy).args(["audit", "verify"]).output().unwrap();
+        let out = widgetd(&copy)
+            .args(["audit", "verify"])
+            .output_within(COMMAND_LIMIT);
         assert!(!out.status.success(), "{tamper}");
         assert!(
             stderr(&out).contains(expected),

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{stderr, widgetd};
 
 const SESSION: &str = "6f1c9a52-3f0e-4c2b-9d6e-0a1b2c3d4e5f";
@@ -29,7 +30,7 @@ fn connect(client: &str, extra: &[&str], token: Option<&str>) -> Vec<(String, St
     if let Some(token) = token {
         command.env("WIDGETD_AGENT_TOKEN", token);
     }
-    let out = command.output().unwrap();
+    let out = command.output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
     let out: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out["client"], client);
@@ -160,8 +161,7 @@ fn connect_refuses_what_it_cannot_do() {
             .arg("connect")
             .args(args)
             .env_remove("WIDGETD_AGENT_TOKEN")
-            .output()
-            .unwrap()
+            .output_within(COMMAND_LIMIT)
     };
     let out = run(&["codex", "--session", SESSION, "--inline-token"]);
     assert!(!out.status.success());

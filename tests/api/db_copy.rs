@@ -5,14 +5,14 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{TestApp, canary, scene, spawn_sqlite_app, stderr, stdout, widgetd};
 
 /// Runs `widgetd db copy` from `from` to `to`; returns (success, stdout, stderr).
 fn copy(data_dir: &std::path::Path, from: &str, to: &str) -> (bool, String, String) {
     let out = widgetd(data_dir)
         .args(["db", "copy", "--from", from, "--to", to])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     (out.status.success(), stdout(&out), stderr(&out))
 }
 

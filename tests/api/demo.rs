@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 
 use crate::helpers::{Daemon, client, widgetd};
+use crate::helpers::{OutputWithin, REFUSAL_LIMIT};
 use crate::webdriver::{Chrome, wait_for};
 
 struct Person {
@@ -150,8 +151,7 @@ async fn the_demo_agent_walks_through_each_widget() {
     first.stop();
     let out = widgetd(&real)
         .args(["serve", "--bind", "127.0.0.1:0", "--demo"])
-        .output()
-        .unwrap();
+        .output_within(REFUSAL_LIMIT);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -5,6 +5,7 @@ use std::process::Output;
 use serde_json::json;
 use widgetd::auth::Role;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{TestApp, spawn_app, stderr, stdout, widgetd};
 
 struct Fixture {
@@ -45,7 +46,7 @@ impl Fixture {
             .args(["--", "sh", "-c", script])
             .env("WIDGETD_TOKEN", &self.token)
             .env("WIDGETD_URL", &self.app.url);
-        tokio::task::spawn_blocking(move || command.output().unwrap())
+        tokio::task::spawn_blocking(move || command.output_within(COMMAND_LIMIT))
             .await
             .unwrap()
     }
@@ -103,7 +104,7 @@ async fn exec_explains_refusals() {
             "true",
         ])
         .env("WIDGETD_TOKEN", "wdt_revoked-or-bogus");
-    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+    let out = tokio::task::spawn_blocking(move || command.output_within(COMMAND_LIMIT))
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -126,7 +127,7 @@ async fn exec_explains_refusals() {
             "true",
         ])
         .env("WIDGETD_TOKEN", &f.token);
-    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+    let out = tokio::task::spawn_blocking(move || command.output_within(COMMAND_LIMIT))
         .await
         .unwrap();
     assert!(

@@ -15,6 +15,7 @@ use std::process::Command;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, client, stdout, widgetd};
 
 /// A small tmpfs, unmounted when dropped.
@@ -128,8 +129,7 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers() {
                 "--scope",
                 "env:read,env:write",
             ])
-            .output()
-            .unwrap(),
+            .output_within(COMMAND_LIMIT),
     )
     .trim()
     .to_owned();
@@ -173,7 +173,9 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers() {
     daemon.stop();
 
     // Nothing acknowledged was lost and the audit chain holds.
-    let out = widgetd(&data).args(["audit", "verify"]).output().unwrap();
+    let out = widgetd(&data)
+        .args(["audit", "verify"])
+        .output_within(COMMAND_LIMIT);
     assert!(
         out.status.success(),
         "{}",
@@ -181,8 +183,7 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers() {
     );
     let out = widgetd(&data)
         .args(["env", "list", "--user", "admin", "--json"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     let listed = String::from_utf8_lossy(&out.stdout).to_string();
     let acknowledged = (0..stored).map(|n| format!("FULL_{n}"));
     for name in ["BEFORE".to_owned(), "AFTER_FULL".to_owned()]
@@ -249,8 +250,7 @@ async fn a_data_dir_turned_read_only_refuses_writes_cleanly_and_recovers() {
         &widgetd(&data)
             .args(["token", "create", "--user", "admin"])
             .args(["--scope", "env:read,env:write"])
-            .output()
-            .unwrap(),
+            .output_within(COMMAND_LIMIT),
     )
     .trim()
     .to_owned();
@@ -293,7 +293,9 @@ async fn a_data_dir_turned_read_only_refuses_writes_cleanly_and_recovers() {
     assert_eq!(status, StatusCode::NO_CONTENT, "{body} {}", log());
     daemon.stop();
 
-    let out = widgetd(&data).args(["audit", "verify"]).output().unwrap();
+    let out = widgetd(&data)
+        .args(["audit", "verify"])
+        .output_within(COMMAND_LIMIT);
     assert!(
         out.status.success(),
         "{}",
@@ -301,8 +303,7 @@ async fn a_data_dir_turned_read_only_refuses_writes_cleanly_and_recovers() {
     );
     let out = widgetd(&data)
         .args(["env", "list", "--user", "admin", "--json"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     let listed = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         listed.contains("BEFORE") && listed.contains("AFTER"),

@@ -341,6 +341,30 @@ fn wait_until(child: &mut std::process::Child, deadline: Instant) -> Option<Exit
     }
 }
 
+/// Kills process `pid` with SIGKILL if the returned guard is still alive
+/// after `limit`, saying `what` it failed to do: the test's reads of the
+/// process's output then reach their end and its assertions fail, instead
+/// of waiting for ever. Drop the guard before the process is reaped.
+#[must_use = "the process is killed only while the guard lives"]
+pub fn kill_after(pid: u32, limit: Duration, what: &str) -> Watchdog {
+    let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+    let what = what.to_owned();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+            eprintln!("{what}: not done after {limit:?}; killing process {pid}");
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    });
+    Watchdog { _cancel: cancel }
+}
+
+/// See [`kill_after`]; dropping it lets the process live.
+pub struct Watchdog {
+    _cancel: std::sync::mpsc::Sender<()>,
+}
+
 /// Waits for `child` to exit, at most `limit`; past that kills it and
 /// fails the test with `what` (what the process was expected to do).
 pub fn wait_within(child: &mut std::process::Child, limit: Duration, what: &str) -> ExitStatus {

@@ -3,6 +3,7 @@
 
 use std::io::Read;
 use std::process::Stdio;
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use rmcp::ServiceExt;
@@ -13,6 +14,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use widgetd::auth::Role;
 
+use crate::helpers::{COMMAND_LIMIT, STOP_LIMIT, kill_after};
 use crate::helpers::{TestApp, canary, scene, spawn_app, widgetd};
 
 /// Set in the host's environment so that the re-invoked test binary acts
@@ -125,6 +127,11 @@ async fn host_runs_turns_until_the_key_arrives_masked() {
     )
     .spawn()
     .unwrap();
+    let watchdog = kill_after(
+        child.id().unwrap(),
+        Duration::from_secs(120),
+        "widgetd host: two turns, the second after the key arrives",
+    );
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = stderr.next_line().await.unwrap().unwrap();
     let session = first
@@ -173,7 +180,12 @@ async fn host_runs_turns_until_the_key_arrives_masked() {
     while let Some(line) = stderr.next_line().await.unwrap() {
         rest.push(line);
     }
-    assert!(child.wait().await.unwrap().success(), "{rest:?}");
+    drop(watchdog);
+    let status = tokio::time::timeout(STOP_LIMIT, child.wait())
+        .await
+        .expect("widgetd host did not exit after SIGINT")
+        .unwrap();
+    assert!(status.success(), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("exit code 3")), "{rest:?}");
 
     assert!(
@@ -232,7 +244,10 @@ async fn a_prompt_whose_turn_never_started_comes_again_after_a_restart() {
             .stderr(Stdio::piped());
         tokio::process::Command::from(command)
     };
-    let failed = resume("/no/such/agent").output().await.unwrap();
+    let failed = tokio::time::timeout(COMMAND_LIMIT, resume("/no/such/agent").output())
+        .await
+        .expect("widgetd host with an agent it cannot run did not exit")
+        .unwrap();
     assert!(!failed.status.success());
     let said = String::from_utf8_lossy(&failed.stderr);
     assert!(said.contains("cannot run `/no/such/agent`"), "{said}");
@@ -246,7 +261,11 @@ async fn a_prompt_whose_turn_never_started_comes_again_after_a_restart() {
     )
     .await;
     interrupt(&child);
-    assert!(child.wait_with_output().await.unwrap().status.success());
+    let stopped = tokio::time::timeout(STOP_LIMIT, child.wait_with_output())
+        .await
+        .expect("widgetd host did not exit after SIGINT")
+        .unwrap();
+    assert!(stopped.status.success());
     assert!(
         delivered.starts_with("[Agor] User dismissed the request for LATER_KEY."),
         "{delivered}"

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use widgetd::auth::Role;
 
 use crate::helpers::{Browser, Daemon, TestApp, client, scene, spawn_app, stderr, widgetd};
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::webdriver::{Chrome, WAIT};
 
 /// Whether `agent` may still act on `session` (asks for a widget).
@@ -312,7 +313,7 @@ async fn a_session_created_in_the_browser_survives_a_reload_once() {
 }
 
 fn ok_json(command: &mut std::process::Command) -> Value {
-    let out = command.output().unwrap();
+    let out = command.output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -408,8 +409,7 @@ async fn the_cli_lists_archives_and_revokes_beside_a_running_daemon() {
     }
     let unknown = widgetd(&dir)
         .args(["session", "archive", "not-a-session"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(!unknown.status.success());
     assert!(
         stderr(&unknown).contains("session list"),

@@ -98,7 +98,13 @@ async fn sigterm_under_load_answers_in_flight_requests_and_leaves_a_clean_file()
             })
         })
         .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
     while answered.load(Ordering::SeqCst) < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon answered {} writes in 60 s, not 100",
+            answered.load(Ordering::SeqCst)
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 

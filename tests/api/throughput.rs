@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::db::Backend;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, session_cookie, spawn_app};
 
 async fn session_row(app: &crate::helpers::TestApp) -> (String, i64) {
@@ -92,8 +93,7 @@ impl Driver {
         let output = crate::helpers::widgetd(data_dir)
             .args(["token", "create", "--user", "admin", "--json"])
             .args(["--scope", "sessions,env:read,env:write"])
-            .output()
-            .unwrap();
+            .output_within(COMMAND_LIMIT);
         assert!(output.status.success(), "{output:?}");
         let host = serde_json::from_slice::<Value>(&output.stdout).unwrap()["token"]
             .as_str()
@@ -411,7 +411,6 @@ pub async fn assert_chain_verifies(dir: &std::path::Path, seen: &Acknowledged) {
     db.close().await;
     let verify = crate::helpers::widgetd(dir)
         .args(["audit", "verify"])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(verify.status.success(), "{verify:?}");
 }

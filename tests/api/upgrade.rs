@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sqlx::{Connection, SqliteConnection};
 
 use crate::corruption::check;
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, client, login_at, stderr, widgetd};
 
 const FIXTURE: &str = concat!(
@@ -191,7 +192,9 @@ async fn a_data_dir_of_the_previous_release_migrates_with_nothing_lost() {
     daemon.stop();
 
     // One audit chain across the upgrade, and every check passes.
-    let out = widgetd(&data).args(["audit", "verify"]).output().unwrap();
+    let out = widgetd(&data)
+        .args(["audit", "verify"])
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", stderr(&out));
     let (code, report, printed) = check(&data);
     assert_eq!(code, 0, "{printed}");

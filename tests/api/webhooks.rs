@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use widgetd::webhooks::decode_secret;
 use widgetd::webhooks::delivery::sign_with;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, Scene, canary, client, scene, spawn_app_with, stdout, widgetd};
 
 /// One request as the receiver got it.
@@ -231,8 +232,7 @@ async fn an_undelivered_notice_is_sent_after_a_restart() {
     let token = stdout(
         &widgetd(&data)
             .args(["token", "create", "--user", "admin", "--scope", "sessions"])
-            .output()
-            .unwrap(),
+            .output_within(COMMAND_LIMIT),
     )
     .trim()
     .to_owned();
