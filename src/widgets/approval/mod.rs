@@ -1,18 +1,23 @@
 //! `request_approval`: the agent asks before running a tool. The person
 //! answers Deny (optionally saying why), Once, or Always; "Always" keeps a
-//! rule, per session creator, tool and exact input, that approves later
-//! identical requests at once until it is revoked. For a shell command the
+//! rule, per session creator, tool and the call's identifying fields
+//! (`identity.rs`: every field but a few per tool that only describe the
+//! call, such as Bash's `description`), that approves later requests with
+//! the same fields at once until it is revoked. For a shell command the
 //! person may instead allow every command matching a pattern
-//! (`git status *`); such a rule never matches a command with shell
-//! metacharacters. The decision is read in `answer.rs` (with the resume
-//! prompt and the badges), the card drawn in `card.rs`.
+//! (`git status *`), all other identifying fields still equal to what was
+//! approved; such a rule never matches a command with shell
+//! metacharacters, and its `*` never spans a `/` or a `..`. The decision is
+//! read in `answer.rs` (with the resume prompt and the badges), the card
+//! drawn in `card.rs`.
 
 mod answer;
 mod card;
+mod identity;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sqlx::AnyConnection;
 
 use crate::clock;
@@ -94,10 +99,24 @@ impl ApprovalParams {
         })
     }
 
-    /// The input as one canonical string (object keys sorted), the pattern
-    /// an "Always" rule matches.
+    /// The fields an "Always" rule holds to, as one canonical string
+    /// (object keys sorted): what an exact rule stores and matches.
     pub fn canonical_input(&self) -> String {
-        self.input.to_string()
+        self.identity().to_string()
+    }
+
+    fn identity(&self) -> Value {
+        identity::identity(&self.tool, &self.input)
+    }
+
+    /// The fields of this input an "Always" rule lets differ next time,
+    /// among those it has (Bash's `description`, Write's `content`, …).
+    pub fn free_fields(&self) -> Vec<&'static str> {
+        identity::free_fields(&self.tool, &self.input)
+            .iter()
+            .copied()
+            .filter(|f| self.input.get(f).is_some())
+            .collect()
     }
 
     /// A shell command as a command, a path as a path, anything else as JSON.
@@ -118,7 +137,8 @@ impl ApprovalParams {
     }
 
     /// The input's other fields, as JSON, when a command or path is shown on
-    /// its own: "Always" covers the whole input, so all of it is shown.
+    /// its own: "Always" holds to all of them but the free ones, so all of
+    /// them are shown.
     pub fn rest(&self) -> Option<String> {
         let Value::Object(map) = &self.input else {
             return None;
@@ -219,34 +239,92 @@ pub fn is_plain_command(command: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || " -_./=:,@%+".contains(c))
 }
 
-/// Whether `command` matches `pattern`: `*` stands for any run of
-/// characters; a pattern without `*` covers the command itself and the same
-/// command with more arguments. Only plain commands ever match.
+/// Whether `command` matches `pattern`. A pattern without `*` is the
+/// command itself, nothing more. `*` stands for any run of characters
+/// without a `/` and without `..` (so `cat docs/*` never reaches outside
+/// `docs/`), and a pattern ending in ` *` also covers the command with no
+/// further arguments (`git status *` covers `git status`). Only plain
+/// commands ever match.
 pub fn pattern_matches(pattern: &str, command: &str) -> bool {
     if !is_plain_command(command) {
         return false;
     }
-    if !pattern.contains('*') {
-        return command == pattern || command.starts_with(&format!("{pattern} "));
-    }
     glob(pattern.as_bytes(), command.as_bytes())
+        || pattern
+            .strip_suffix(" *")
+            .is_some_and(|head| glob(head.as_bytes(), command.as_bytes()))
 }
 
+/// `pattern` against `text`, one pattern byte at a time over every text
+/// prefix (linear in each, whatever the number of `*`).
 fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|at| glob(rest, &text[at..])),
-        Some((c, rest)) => text.first() == Some(c) && glob(rest, &text[1..]),
+    // `matched[j]`: the pattern so far matches `text[..j]`.
+    let mut matched = vec![false; text.len() + 1];
+    matched[0] = true;
+    for &p in pattern {
+        let mut next = vec![false; text.len() + 1];
+        if p == b'*' {
+            // The latest start of a run `*` may take that ends at `j`: a
+            // shorter run is allowed whenever a longer one is.
+            let mut start: Option<usize> = None;
+            for j in 0..=text.len() {
+                if matched[j] {
+                    start = Some(j);
+                } else if let Some(k) = start {
+                    let c = text[j - 1];
+                    if c == b'/' || (c == b'.' && j >= k + 2 && text[j - 2] == b'.') {
+                        start = None;
+                    }
+                }
+                next[j] = start.is_some();
+            }
+        } else {
+            for j in 1..=text.len() {
+                next[j] = matched[j - 1] && text[j - 1] == p;
+            }
+        }
+        matched = next;
     }
+    matched[text.len()]
 }
 
 impl ApprovalParams {
     /// The shell command this request runs, if it is one.
     pub fn command(&self) -> Option<String> {
-        match self.display() {
-            InputDisplay::Command(c) => Some(c),
-            _ => None,
+        self.command_field().map(|(_, c)| c.to_owned())
+    }
+
+    /// The field holding the shell command (`command`, else `cmd`) and
+    /// the command.
+    fn command_field(&self) -> Option<(&'static str, &str)> {
+        ["command", "cmd"]
+            .into_iter()
+            .find_map(|k| Some((k, self.input.get(k)?.as_str()?)))
+    }
+
+    /// A pattern rule as stored: the call's identifying fields with the
+    /// pattern in place of the command, so that every other field must
+    /// still equal what was approved.
+    fn pattern_rule(&self, pattern: &str) -> String {
+        let mut rule = self.identity();
+        if let (Some((key, _)), Value::Object(map)) = (self.command_field(), &mut rule) {
+            map.insert(key.to_owned(), json!(pattern));
         }
+        rule.to_string()
+    }
+
+    /// The pattern of a stored pattern rule, if the rule covers this call:
+    /// the command matches it and every other identifying field is equal.
+    fn covered_by(&self, stored: &str) -> Option<String> {
+        let (key, command) = self.command_field()?;
+        let Value::Object(mine) = self.identity() else {
+            return None;
+        };
+        let rule = stored_pattern_rule(stored, key);
+        let pattern = rule.get(key)?.as_str()?;
+        let rest_equal = rule.len() == mine.len()
+            && rule.iter().all(|(k, v)| k == key || mine.get(k) == Some(v));
+        (rest_equal && pattern_matches(pattern, command)).then(|| pattern.to_owned())
     }
 
     /// Checks a pattern the person offered for "Always allow commands
@@ -286,7 +364,9 @@ impl ApprovalParams {
     }
 
     /// What the pattern field offers first: the program and its first
-    /// word, then `*` (`git status *`).
+    /// word, then `*` (`git status *`); where that would not pass
+    /// [`Self::check_pattern`] (`ls /tmp`: `*` never spans a `/`), the
+    /// command itself; nothing where neither would.
     pub fn suggested_pattern(&self) -> Option<String> {
         let command = self.command().filter(|c| is_plain_command(c))?;
         let words: Vec<&str> = command
@@ -294,7 +374,19 @@ impl ApprovalParams {
             .filter(|w| !w.is_empty())
             .take(2)
             .collect();
-        Some(format!("{} *", words.join(" ")))
+        [format!("{} *", words.join(" ")), command]
+            .into_iter()
+            .find(|p| self.check_pattern(p).is_ok())
+    }
+}
+
+/// A stored pattern rule's fields. Rules kept before identity fields were
+/// stored as the bare pattern: read as holding no field but the command,
+/// which matches no more than such a rule ever showed.
+fn stored_pattern_rule(stored: &str, key: &str) -> Map<String, Value> {
+    match serde_json::from_str(stored) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::from_iter([(key.to_owned(), json!(stored))]),
     }
 }
 
@@ -303,12 +395,31 @@ impl ApprovalParams {
 pub struct ApprovalRule {
     pub id: String,
     pub tool: String,
-    /// `exact` (`input` is the canonical JSON input) or `pattern` (`input`
-    /// is a command pattern).
+    /// `exact` (`input` is the canonical JSON of the identifying fields)
+    /// or `pattern` (the same, with a command pattern for the command).
     pub match_kind: String,
     pub input: String,
     pub created_at: i64,
     pub created_by: String,
+}
+
+impl ApprovalRule {
+    /// What the settings page shows: an exact rule's fields; a pattern
+    /// rule's pattern and, as JSON, the other fields it holds to.
+    pub fn shown(&self) -> (String, Option<String>) {
+        if self.match_kind != "pattern" {
+            return (self.input.clone(), None);
+        }
+        let mut rule = stored_pattern_rule(&self.input, "command");
+        let key = ["command", "cmd"]
+            .into_iter()
+            .find(|k| rule.get(*k).is_some_and(Value::is_string))
+            .unwrap_or("command");
+        let pattern = rule.remove(key);
+        let pattern = pattern.as_ref().and_then(Value::as_str).unwrap_or_default();
+        let rest = (!rule.is_empty()).then(|| Value::Object(rule).to_string());
+        (pattern.to_owned(), rest)
+    }
 }
 
 /// A live rule that covers a request.
@@ -329,8 +440,9 @@ impl MatchedRule {
     }
 }
 
-/// The live rule matching this request, if any: one for its exact input,
-/// else a command pattern that covers its (plain) command.
+/// The live rule matching this request, if any: one for its exact
+/// identifying fields, else a command pattern that covers its (plain)
+/// command with every other identifying field equal.
 pub async fn matching_rule(
     conn: &mut AnyConnection,
     owner: &UserId,
@@ -348,9 +460,9 @@ pub async fn matching_rule(
     if let Some(id) = exact {
         return Ok(Some(MatchedRule { id, pattern: None }));
     }
-    let Some(command) = params.command() else {
+    if params.command().is_none() {
         return Ok(None);
-    };
+    }
     let patterns: Vec<(String, String)> = sqlx::query_as(
         "SELECT id, input FROM approval_rules WHERE owner_id = $1 AND tool = $2 \
          AND match_kind = 'pattern' AND revoked_at IS NULL ORDER BY created_at",
@@ -359,13 +471,12 @@ pub async fn matching_rule(
     .bind(&params.tool)
     .fetch_all(conn)
     .await?;
-    Ok(patterns
-        .into_iter()
-        .find(|(_, pattern)| pattern_matches(pattern, &command))
-        .map(|(id, pattern)| MatchedRule {
+    Ok(patterns.into_iter().find_map(|(id, stored)| {
+        params.covered_by(&stored).map(|pattern| MatchedRule {
             id,
             pattern: Some(pattern),
-        }))
+        })
+    }))
 }
 
 /// Records an "Always" answer for this exact input, or for every command
@@ -378,7 +489,7 @@ pub async fn keep_rule(
     pattern: Option<&str>,
 ) -> sqlx::Result<String> {
     let (kind, input) = match pattern {
-        Some(pattern) => ("pattern", pattern.to_owned()),
+        Some(pattern) => ("pattern", params.pattern_rule(pattern)),
         None => ("exact", params.canonical_input()),
     };
     let existing = sqlx::query_scalar(
@@ -532,8 +643,27 @@ mod tests {
     fn patterns_match_plain_commands_only() {
         assert!(pattern_matches("git status *", "git status --short"));
         assert!(pattern_matches("git status", "git status"));
-        assert!(pattern_matches("git status", "git status -sb"));
+        assert!(pattern_matches("git status *", "git status"));
+        // No implicit prefix: a pattern without `*` is the command itself.
+        assert!(!pattern_matches("git status", "git status -sb"));
+        assert!(!pattern_matches("rm -rf build", "rm -rf build / /home"));
         assert!(!pattern_matches("git status", "git statusx"));
+        // `*` spans neither a `/` nor a `..`.
+        assert!(pattern_matches("cat docs/*", "cat docs/guide.md"));
+        assert!(pattern_matches("cat docs/*.md", "cat docs/a.b.md"));
+        for outside in [
+            "cat docs/../../../etc/shadow",
+            "cat docs/..",
+            "cat docs/a/b",
+            "cat docs/a /etc/shadow",
+        ] {
+            assert!(!pattern_matches("cat docs/*", outside), "{outside}");
+        }
+        assert!(!pattern_matches("rm -rf *", "rm -rf build / /home"));
+        assert!(!pattern_matches("git log *", "git log ..HEAD"));
+        // Many stars stay linear.
+        let stars = format!("{}b", "a*".repeat(90));
+        assert!(!pattern_matches(&stars, &"a".repeat(10_000)));
         assert!(pattern_matches(
             "npm run * --silent",
             "npm run build --silent"
@@ -563,6 +693,27 @@ mod tests {
         };
         assert!(params.check_pattern("git status *").is_ok());
         assert_eq!(params.suggested_pattern().as_deref(), Some("git status *"));
+        // What the page pre-fills always passes its own check.
+        for (command, suggested) in [
+            ("git status", Some("git status *")),
+            ("ls", Some("ls *")),
+            ("ls -la /tmp", Some("ls -la /tmp")),
+            ("cat docs/a.md", Some("cat docs/a.md *")),
+            ("./run.sh", None),
+            ("git  status", Some("git  status")),
+            ("git status; id", None),
+        ] {
+            let p = ApprovalParams {
+                tool: "Bash".into(),
+                input: json!({ "command": command }),
+                reason: None,
+            };
+            let got = p.suggested_pattern();
+            assert_eq!(got.as_deref(), suggested, "{command}");
+            if let Some(pattern) = got {
+                assert!(p.check_pattern(&pattern).is_ok(), "{command}");
+            }
+        }
         for bad in ["*", "* status", "git log *", "git status; *", ""] {
             assert!(
                 matches!(
@@ -581,5 +732,68 @@ mod tests {
             reason: None,
         };
         assert!(path.check_pattern("a.txt").is_err());
+    }
+
+    fn bash(args: Value) -> ApprovalParams {
+        ApprovalParams::parse(&input("Bash", args)).unwrap()
+    }
+
+    #[test]
+    fn a_rule_holds_to_every_field_but_the_free_ones() {
+        let approved = bash(json!({ "command": "git status", "description": "Show status" }));
+        let exact = approved.canonical_input();
+        let same = bash(json!({ "command": "git status", "description": "Check the tree" }));
+        assert_eq!(same.canonical_input(), exact);
+        let background_off = bash(json!({ "command": "git status", "run_in_background": false }));
+        assert_eq!(background_off.canonical_input(), exact);
+        let pattern = approved.pattern_rule("git status *");
+        assert_eq!(same.covered_by(&pattern).as_deref(), Some("git status *"));
+        for other in [
+            json!({ "command": "git status", "dangerouslyDisableSandbox": true }),
+            json!({ "command": "git status", "run_in_background": true }),
+            json!({ "command": "git status x", "cmd": "rm -rf ~" }),
+            json!({ "command": "git status", "env": { "GIT_PAGER": "sh -c id" } }),
+            json!({ "command": "git status", "timeout": 600000 }),
+        ] {
+            let call = bash(other.clone());
+            assert_ne!(call.canonical_input(), exact, "{other}");
+            assert_eq!(call.covered_by(&pattern), None, "{other}");
+        }
+        // A pattern rule kept before identity fields: only the bare command.
+        assert_eq!(
+            same.covered_by("git status *").as_deref(),
+            Some("git status *")
+        );
+        let flagged = bash(json!({ "command": "git status", "dangerouslyDisableSandbox": true }));
+        assert_eq!(flagged.covered_by("git status *"), None);
+        // Other tools hold to their whole input.
+        let mcp = |d: &str| {
+            ApprovalParams::parse(&input(
+                "mcp__x__run",
+                json!({ "command": "ls", "description": d }),
+            ))
+            .unwrap()
+        };
+        assert_ne!(mcp("a").canonical_input(), mcp("b").canonical_input());
+    }
+
+    #[test]
+    fn a_kept_pattern_rule_is_shown_with_the_fields_it_holds_to() {
+        let approved = bash(json!({ "command": "git status", "timeout": 5 }));
+        let rule = ApprovalRule {
+            id: "r".into(),
+            tool: "Bash".into(),
+            match_kind: "pattern".into(),
+            input: approved.pattern_rule("git status *"),
+            created_at: 0,
+            created_by: "alice".into(),
+        };
+        assert_eq!(
+            rule.shown(),
+            (
+                "git status *".to_owned(),
+                Some(r#"{"timeout":5}"#.to_owned())
+            )
+        );
     }
 }
