@@ -147,6 +147,11 @@ async fn an_image_asked_over_mcp_is_drawn_on_in_chromium() {
         .await;
     assert!(chrome.same_document().await, "the card came by a reload");
     // The image loaded from the daemon, at its own size.
+    let loaded = format!("return document.getElementById('w-{id}-image').complete;");
+    crate::webdriver::wait_for("the image to load", || async {
+        chrome.js(&loaded).await == json!(true)
+    })
+    .await;
     let natural = chrome
         .js(&format!(
             "const i = document.getElementById('w-{id}-image'); return [i.complete, i.naturalWidth, i.naturalHeight, i.clientWidth];"
