@@ -82,6 +82,15 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     }
 }
 
+/// Whether a name is loopback by name alone: `localhost` and every name
+/// under it (RFC 6761), with or without the final dot, whatever a resolver
+/// says now. (At delivery the resolver's answer is what is checked: a name
+/// that does not resolve is not sent to either.)
+fn is_localhost(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
 /// The refusal of an address, said the same way at creation and delivery.
 pub fn refused() -> AppError {
     AppError::invalid(
@@ -124,6 +133,9 @@ pub async fn check_destination(url: &str, allow_private: bool) -> AppResult<()> 
         } else {
             Err(refused())
         };
+    }
+    if is_localhost(&host) {
+        return Err(refused());
     }
     let lookup = tokio::net::lookup_host((host.as_str(), port));
     match tokio::time::timeout(RESOLVE_AT_CREATION, lookup).await {
@@ -231,6 +243,32 @@ mod tests {
         ] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
+    }
+
+    #[tokio::test]
+    async fn other_spellings_of_a_private_address_are_refused_at_creation() {
+        for url in [
+            "http://127.1/hook",
+            "http://2130706433/hook",
+            "http://0x7f.0.0.1/hook",
+            "http://[::ffff:7f00:1]/hook",
+            "http://[0:0:0:0:0:ffff:169.254.169.254]/",
+            "https://localhost./hook",
+            "http://api.LOCALHOST:8080/hook",
+        ] {
+            match check_destination(url, false).await {
+                Err(AppError::Invalid { code, .. }) => {
+                    assert_eq!(code, "webhook_address_refused", "{url}")
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+            assert!(check_destination(url, true).await.is_ok(), "{url}");
+        }
+        assert!(
+            check_destination("http://192.0.2.1:9/x", false)
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]
