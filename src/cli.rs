@@ -173,6 +173,11 @@ pub struct ServeArgs {
     /// (every answer in the transcript). A session can narrow this further.
     #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "both")]
     pub elicitation: crate::mcp::Elicitation,
+    /// Let webhooks go to loopback, private, link-local and other
+    /// non-public addresses (refused by default: a member could otherwise
+    /// reach services inside the daemon's network).
+    #[arg(long, env = "WIDGETD_WEBHOOKS_ALLOW_PRIVATE")]
+    pub webhooks_allow_private: bool,
     /// Run the built-in demo agent: creates the user `demo` and a demo
     /// session and walks through each widget. Only on an empty data dir
     /// (or one an earlier --demo made).

@@ -66,6 +66,9 @@ pub struct Settings {
     pub webhook_retry_base_ms: i64,
     /// The MCP elicitation modes `/mcp` may use (`serve --elicitation`).
     pub elicitation: mcp::Elicitation,
+    /// Whether webhooks may go to loopback, private and link-local
+    /// addresses (`serve --webhooks-allow-private`).
+    pub webhooks_allow_private: bool,
 }
 
 impl Settings {
@@ -91,6 +94,7 @@ impl Settings {
             mcp_allowed_hosts: hosts,
             webhook_retry_base_ms: 5000,
             elicitation: mcp::Elicitation::Both,
+            webhooks_allow_private: false,
         }
     }
 

@@ -176,6 +176,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     let mut settings = Settings::new(public_url);
     settings.prompt_tag = args.prompt_tag;
     settings.elicitation = args.elicitation;
+    settings.webhooks_allow_private = args.webhooks_allow_private;
     settings.widget_ttl_ms =
         i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     settings

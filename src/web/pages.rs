@@ -782,6 +782,8 @@ struct RuleRow {
     tool: String,
     match_kind: String,
     input: String,
+    /// For a pattern rule, the other fields it holds to (JSON).
+    with: Option<String>,
     created_at: clock::Stamp,
     created_by: String,
 }
@@ -806,13 +808,17 @@ pub async fn view_settings_approvals_get(
     let rules = approval::list_rules(&mut *state.db.read.acquire().await?, &user.id).await?;
     let rules = rules
         .into_iter()
-        .map(|r| RuleRow {
-            id: r.id,
-            tool: r.tool,
-            match_kind: r.match_kind,
-            input: r.input,
-            created_at: clock::Stamp::from_ms(r.created_at),
-            created_by: r.created_by,
+        .map(|r| {
+            let (input, with) = r.shown();
+            RuleRow {
+                id: r.id,
+                tool: r.tool,
+                match_kind: r.match_kind,
+                input,
+                with,
+                created_at: clock::Stamp::from_ms(r.created_at),
+                created_by: r.created_by,
+            }
         })
         .collect();
     let page = ApprovalsPage {

@@ -52,6 +52,8 @@ async fn create_webhook(
 ) -> AppResult<(StatusCode, Json<Value>)> {
     let user = principal.user_with_scope(TokenScope::Sessions)?;
     let format = body.format.unwrap_or_default();
+    let allow_private = state.settings.webhooks_allow_private;
+    super::address::check_destination(&body.url, allow_private).await?;
     let mut tx = state.db.begin_write().await?;
     let created = create_endpoint(&mut tx, &state.keyring, user, &body.url, &format).await?;
     audit_change(
@@ -93,9 +95,16 @@ async fn list_deliveries(
 ) -> AppResult<Json<Value>> {
     let user = principal.user_with_scope(TokenScope::Sessions)?;
     let mut conn = state.db.read.acquire().await?;
-    Ok(Json(
-        json!({ "deliveries": deliveries(&mut conn, user, 50).await? }),
-    ))
+    let rows: Vec<Value> = deliveries(&mut conn, user, 50)
+        .await?
+        .iter()
+        .map(|d| {
+            let mut row = json!(d);
+            row["state"] = json!(d.state());
+            row
+        })
+        .collect();
+    Ok(Json(json!({ "deliveries": rows })))
 }
 
 /// A `webhook.create` / `webhook.delete` row: the endpoint and the host it

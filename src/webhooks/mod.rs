@@ -5,9 +5,15 @@
 //! creator in its own transaction ([`enqueue`]); a background task
 //! ([`delivery::run`]) sends them, retries with backoff, and keeps the
 //! outcome on the row, which is also the delivery log. Payloads carry
-//! names, kinds, the session and URLs, never a value or an answer.
+//! names, kinds, the session and URLs, never a value or an answer. Notices
+//! go only to public addresses unless the operator allows private ones
+//! (`address.rs`), and the log tells the owner only whether a notice was
+//! delivered: never a receiver's status or error, which would make the
+//! daemon a scanner of its own network.
 
+pub mod address;
 pub mod api;
+mod breaker;
 pub mod delivery;
 pub mod page;
 
@@ -253,7 +259,8 @@ fn payload(settings: &Settings, notice: &Notice<'_>, title: &str, now: i64) -> V
     })
 }
 
-/// One row of the delivery log.
+/// One row of the delivery log, as its owner sees it: whether the notice
+/// was delivered, never what the receiver answered.
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct Delivery {
     pub msg_id: String,
@@ -265,8 +272,18 @@ pub struct Delivery {
     pub delivered_at: Option<i64>,
     pub failed_at: Option<i64>,
     pub next_attempt_at: i64,
-    pub last_status: Option<i64>,
-    pub last_error: Option<String>,
+}
+
+impl Delivery {
+    /// `delivered`, `not_delivered` (given up), or `pending` (not tried
+    /// yet, or to be tried again).
+    pub fn state(&self) -> &'static str {
+        match (self.delivered_at, self.failed_at) {
+            (Some(_), _) => "delivered",
+            (None, Some(_)) => "not_delivered",
+            (None, None) => "pending",
+        }
+    }
 }
 
 /// The owner's most recent notices, newest first.
@@ -277,7 +294,7 @@ pub async fn deliveries(
 ) -> sqlx::Result<Vec<Delivery>> {
     sqlx::query_as(
         "SELECT o.msg_id, o.endpoint_id, e.url, o.event, o.created_at, o.attempts, o.delivered_at, \
-         o.failed_at, o.next_attempt_at, o.last_status, o.last_error \
+         o.failed_at, o.next_attempt_at \
          FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id \
          WHERE e.owner_id = $1 ORDER BY o.id DESC LIMIT $2",
     )

@@ -65,25 +65,16 @@ struct WebhooksPage {
     max_attempts: i64,
 }
 
-/// What became of a notice, in words.
+/// What became of a notice, in words: delivered or not, never what the
+/// receiver answered.
 fn state_of(d: &super::Delivery) -> String {
-    match (d.delivered_at, d.failed_at, d.last_status, &d.last_error) {
-        (Some(at), ..) => format!("delivered {}", clock::readable(at)),
-        (None, Some(_), status, error) => format!(
-            "given up: {}",
-            status.map_or_else(
-                || error.clone().unwrap_or_default(),
-                |s| format!("HTTP {s}")
-            )
-        ),
-        (None, None, None, None) => "waiting to be sent".to_owned(),
-        (None, None, status, error) => format!(
-            "retrying at {} (last: {})",
-            clock::readable(d.next_attempt_at),
-            status.map_or_else(
-                || error.clone().unwrap_or_default(),
-                |s| format!("HTTP {s}")
-            )
+    match (d.delivered_at, d.failed_at) {
+        (Some(at), _) => format!("delivered {}", clock::readable(at)),
+        (None, Some(_)) => "not delivered (given up)".to_owned(),
+        (None, None) if d.attempts == 0 => "waiting to be sent".to_owned(),
+        (None, None) => format!(
+            "not delivered yet; next attempt {}",
+            clock::readable(d.next_attempt_at)
         ),
     }
 }
@@ -166,6 +157,11 @@ async fn add_webhook_form(
 ) -> PageResult {
     let form: AddForm = read_form(&body)?;
     check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
+    let allow_private = state.settings.webhooks_allow_private;
+    if let Err(err) = super::address::check_destination(&form.url, allow_private).await {
+        let response = page(&state, &user, None, Some(&err)).await?;
+        return Ok((err.to_body().0, response).into_response());
+    }
     let mut tx = state.db.begin_write().await?;
     match create_endpoint(&mut tx, &state.keyring, &user.id, &form.url, &form.format).await {
         Ok(new) => {

@@ -1,6 +1,9 @@
 // Clarifications with an `annotation` (served as part of app.js, after it):
-// drawing on the image. A canvas of the image's own size lies over it, so
-// what is drawn is in image pixels whatever size the image is shown at.
+// drawing on the image. A canvas lies over it, as large as the image is
+// shown (times the screen's pixel ratio, at most 4096 pixels a side), never
+// as large as the image itself; drawings are kept in image pixels and
+// scaled when painted, so what is drawn is in image pixels whatever size
+// the image is shown at.
 // Pick a tool, then drag for a rectangle (corner to corner), a circle
 // (centre outwards) or an arrow (tail to head), or click to place the text
 // typed beside the tools. "Undo" takes the last drawing back. The drawings
@@ -74,12 +77,31 @@
     else g.stroke();
   }
 
+  // Sizes the canvas to the image as shown: an image of 16384 pixels a side
+  // must not cost a canvas of a gigabyte.
+  function fit(fig) {
+    const canvas = fig.querySelector("canvas.annotation-canvas");
+    const [w, h] = size(fig);
+    const shown = canvas.getBoundingClientRect().width || Math.min(w, 1024);
+    const ratio = Math.min(window.devicePixelRatio || 1, 2);
+    const scale = Math.min((shown * ratio) / w, 4096 / w, 4096 / h, 1);
+    const cw = Math.max(1, Math.round(w * scale));
+    const ch = Math.max(1, Math.round(h * scale));
+    if (canvas.width !== cw || canvas.height !== ch) {
+      canvas.width = cw;
+      canvas.height = ch;
+    }
+  }
+
   function draw(fig, preview) {
     const canvas = fig.querySelector("canvas.annotation-canvas");
     const [w, h] = size(fig);
+    fit(fig);
     const g = canvas.getContext("2d");
     const line = Math.max(2, w / 300);
-    g.clearRect(0, 0, w, h);
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.clearRect(0, 0, canvas.width, canvas.height);
+    g.setTransform(canvas.width / w, 0, 0, canvas.height / h, 0, 0);
     g.strokeStyle = COLOUR;
     g.fillStyle = COLOUR;
     g.lineWidth = line;
@@ -123,14 +145,15 @@
   function enhance(fig) {
     fig.classList.add("live");
     drawings.set(fig, []);
-    const [w, h] = size(fig);
     const canvas = document.createElement("canvas");
     canvas.className = "annotation-canvas";
     canvas.id = `${fig.id}-canvas`;
-    canvas.width = w;
-    canvas.height = h;
+    canvas.width = 1;
+    canvas.height = 1;
     canvas.setAttribute("aria-hidden", "true");
     fig.querySelector(".annotation-stage").append(canvas);
+    fit(fig);
+    if (window.ResizeObserver) new ResizeObserver(() => draw(fig, null)).observe(canvas);
 
     const bar = document.createElement("div");
     bar.className = "annotation-tools";

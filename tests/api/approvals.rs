@@ -948,3 +948,196 @@ async fn hidden_characters_in_an_approval_are_shown() {
         assert!(!page.contains(hidden), "{:?} reached the page", hidden);
     }
 }
+
+/// The page a person answers on, as text.
+async fn session_page(app: &TestApp, browser: &crate::helpers::Browser, session: &str) -> String {
+    app.client
+        .get(format!("{}/sessions/{session}", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Claude Code writes a fresh `description` on every Bash call: an
+/// "Always" rule ignores it, and only it. A flag that changes what runs,
+/// an extra field, an `env` — anything else — must equal what was approved.
+#[tokio::test]
+async fn an_always_rule_ignores_the_description_and_nothing_else() {
+    let app = spawn_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let bash = |input: Value| json!({ "tool": "Bash", "input": input });
+    let first = request(
+        &app,
+        &agent,
+        &session,
+        bash(json!({ "command": "npm test", "description": "Run the tests" })),
+    )
+    .await;
+    let id = first["widget_id"].as_str().unwrap();
+    let page = session_page(&app, &browser, &session).await;
+    assert!(
+        page.contains("holds to everything shown except description"),
+        "{page}"
+    );
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("decision", "always")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    for same in [
+        json!({ "command": "npm test", "description": "Run the unit tests again" }),
+        json!({ "command": "npm test" }),
+        json!({ "command": "npm test", "run_in_background": false }),
+    ] {
+        let again = request(&app, &agent, &session, bash(same.clone())).await;
+        assert_eq!(again["status"], "already_present", "{same}");
+    }
+    for other in [
+        json!({ "command": "npm test", "dangerouslyDisableSandbox": true }),
+        json!({ "command": "npm test", "run_in_background": true }),
+        json!({ "command": "npm test", "cmd": "rm -rf ~" }),
+        json!({ "command": "npm test", "env": { "GIT_PAGER": "sh -c id" } }),
+        json!({ "command": "npm test", "timeout": 600000, "description": "Run the tests" }),
+    ] {
+        let asked = request(&app, &agent, &session, bash(other.clone())).await;
+        assert_eq!(asked["status"], "pending", "{other} must ask the person");
+    }
+    // Another tool of the same name in another agent's spelling (an MCP
+    // tool) holds to its whole input: its description counts.
+    let mcp = |d: &str| json!({ "tool": "mcp__shell__run", "input": { "command": "npm test", "description": d } });
+    let first = request(&app, &agent, &session, mcp("one")).await;
+    let id = first["widget_id"].as_str().unwrap();
+    app.post_form(
+        &browser,
+        &format!("/widgets/{id}/submit"),
+        &[("decision", "always")],
+    )
+    .await;
+    assert_eq!(
+        request(&app, &agent, &session, mcp("one")).await["status"],
+        "already_present"
+    );
+    assert_eq!(
+        request(&app, &agent, &session, mcp("two")).await["status"],
+        "pending"
+    );
+}
+
+/// Asks to run `command`, answers "Always allow commands like" `pattern`;
+/// returns the pattern the card offered.
+async fn approve_like(
+    app: &TestApp,
+    browser: &crate::helpers::Browser,
+    session: &str,
+    agent: &str,
+    command: &str,
+    pattern: &str,
+) -> String {
+    let bash = json!({ "tool": "Bash", "input": { "command": command } });
+    let first = request(app, agent, session, bash).await;
+    let id = first["widget_id"].as_str().unwrap().to_owned();
+    let page = session_page(app, browser, session).await;
+    let offered = card_of(&page, &id)
+        .split(r#"name="pattern" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a pattern is offered")
+        .to_owned();
+    let r = app
+        .post_form(
+            browser,
+            &format!("/widgets/{id}/submit"),
+            &[("decision", "always_like"), ("pattern", pattern)],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{pattern}");
+    offered
+}
+
+/// A pattern rule: the pre-filled pattern is one the check accepts (also
+/// for a command with no arguments); every field but the command and the
+/// description must equal what was approved; a pattern without `*` is the
+/// command itself; `*` never spans a `/` or a `..`.
+#[tokio::test]
+async fn a_pattern_rule_covers_no_more_than_it_shows() {
+    let app = spawn_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let bash = |input: Value| json!({ "tool": "Bash", "input": input });
+    // `git status` has no arguments: the offered `git status *` covers it.
+    let offered = approve_like(
+        &app,
+        &browser,
+        &session,
+        &agent,
+        "git status",
+        "git status *",
+    )
+    .await;
+    assert_eq!(offered, "git status *");
+    let covered = request(
+        &app,
+        &agent,
+        &session,
+        bash(json!({ "command": "git status -sb", "description": "Show the status" })),
+    )
+    .await;
+    assert_eq!(covered["status"], "already_present");
+    for other in [
+        json!({ "command": "git status x", "cmd": "rm -rf ~" }),
+        json!({ "command": "git status", "dangerouslyDisableSandbox": true }),
+        json!({ "command": "git status", "env": { "GIT_PAGER": "sh -c id" } }),
+    ] {
+        let asked = request(&app, &agent, &session, bash(other.clone())).await;
+        assert_eq!(asked["status"], "pending", "{other} must ask the person");
+    }
+
+    approve_like(
+        &app,
+        &browser,
+        &session,
+        &agent,
+        "rm -rf build",
+        "rm -rf build",
+    )
+    .await;
+    let wider = request(
+        &app,
+        &agent,
+        &session,
+        bash(json!({ "command": "rm -rf build / /home" })),
+    )
+    .await;
+    assert_eq!(wider["status"], "pending", "no implicit prefix");
+
+    approve_like(
+        &app,
+        &browser,
+        &session,
+        &agent,
+        "cat docs/guide.md",
+        "cat docs/*",
+    )
+    .await;
+    let inside = request(
+        &app,
+        &agent,
+        &session,
+        bash(json!({ "command": "cat docs/intro.md" })),
+    )
+    .await;
+    assert_eq!(inside["status"], "already_present");
+    for outside in ["cat docs/../../../etc/shadow", "cat docs/a /etc/shadow"] {
+        let asked = request(&app, &agent, &session, bash(json!({ "command": outside }))).await;
+        assert_eq!(asked["status"], "pending", "{outside} must ask the person");
+    }
+}

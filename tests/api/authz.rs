@@ -316,7 +316,7 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
         "/settings/approvals/revoke" | "/settings/webhooks/delete" => {
             vec![("id", "no-such-id".into())]
         }
-        "/settings/webhooks" => vec![("url", "http://127.0.0.1:9/matrix".into())],
+        "/settings/webhooks" => vec![("url", "http://192.0.2.1:9/matrix".into())],
         "/settings/password" => vec![
             ("current_password", crate::helpers::PASSWORD.into()),
             ("new_password", "a new long matrix password".into()),
@@ -337,7 +337,7 @@ fn json_for(path: &str) -> Value {
     match path {
         "/api/v1/sessions/{id}/sharing" => json!({ "others_can": "none" }),
         "/api/v1/env/{name}" => json!({ "value": "own-value" }),
-        "/api/v1/webhooks" => json!({ "url": "http://127.0.0.1:9/matrix" }),
+        "/api/v1/webhooks" => json!({ "url": "http://192.0.2.1:9/matrix" }),
         "/api/v1/sessions/{id}/widgets/env-vars" => json!({ "names": ["NEW_KEY"], "reason": "r" }),
         "/api/v1/sessions/{id}/messages" => json!({ "text": "hello" }),
         "/api/v1/sessions/{id}/hooks/claude-code" => {

@@ -18,6 +18,8 @@ struct ApprovalView {
     /// The input's other fields, when a command or path is shown on its own.
     rest: Option<String>,
     reason: Option<String>,
+    /// The fields "Always" lets differ, named (`description`).
+    free: Option<String>,
     /// For a plain shell command: the pattern "Always allow commands like"
     /// offers first.
     pattern: Option<String>,
@@ -43,6 +45,9 @@ pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<Stri
         input: visible_controls(&input),
         rest: params.rest().as_deref().map(visible_controls),
         reason: params.reason.as_deref().map(visible_controls),
+        free: Some(params.free_fields())
+            .filter(|f| !f.is_empty())
+            .map(|f| f.join(", ")),
         pattern: params.suggested_pattern(),
     };
     card::render(&ApprovalCard { card, ap })

@@ -1,14 +1,20 @@
 //! `request_approval`: the agent asks before running a tool. The person
 //! answers Deny (optionally saying why), Once, or Always; "Always" keeps a
-//! rule, per session creator, tool and exact input, that approves later
-//! identical requests at once until it is revoked. For a shell command the
+//! rule, per session creator, tool and the call's identifying fields
+//! (`identity.rs`: every field but a few per tool that only describe the
+//! call, such as Bash's `description`), that approves later requests with
+//! the same fields at once until it is revoked. For a shell command the
 //! person may instead allow every command matching a pattern
-//! (`git status *`); such a rule never matches a command with shell
-//! metacharacters. The decision is read in `answer.rs` (with the resume
-//! prompt and the badges), the card drawn in `card.rs`.
+//! (`git status *`), all other identifying fields still equal to what was
+//! approved; such a rule never matches a command with shell
+//! metacharacters, and its `*` never spans a `/` or a `..`. The decision is
+//! read in `answer.rs` (with the resume prompt and the badges), the card
+//! drawn in `card.rs`.
 
 mod answer;
 mod card;
+mod identity;
+mod pattern;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -20,11 +26,12 @@ use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
 
 pub use answer::Approval;
+use pattern::stored_pattern_rule;
+pub use pattern::{is_plain_command, pattern_matches};
 
 const MAX_TOOL_CHARS: usize = 100;
 const MAX_INPUT_BYTES: usize = 16 * 1024;
 const MAX_REASON_CHARS: usize = 500;
-const MAX_PATTERN_CHARS: usize = 200;
 
 /// The arguments of `request_approval`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -94,10 +101,24 @@ impl ApprovalParams {
         })
     }
 
-    /// The input as one canonical string (object keys sorted), the pattern
-    /// an "Always" rule matches.
+    /// The fields an "Always" rule holds to, as one canonical string
+    /// (object keys sorted): what an exact rule stores and matches.
     pub fn canonical_input(&self) -> String {
-        self.input.to_string()
+        self.identity().to_string()
+    }
+
+    fn identity(&self) -> Value {
+        identity::identity(&self.tool, &self.input)
+    }
+
+    /// The fields of this input an "Always" rule lets differ next time,
+    /// among those it has (Bash's `description`, Write's `content`, …).
+    pub fn free_fields(&self) -> Vec<&'static str> {
+        identity::free_fields(&self.tool, &self.input)
+            .iter()
+            .copied()
+            .filter(|f| self.input.get(f).is_some())
+            .collect()
     }
 
     /// A shell command as a command, a path as a path, anything else as JSON.
@@ -118,7 +139,8 @@ impl ApprovalParams {
     }
 
     /// The input's other fields, as JSON, when a command or path is shown on
-    /// its own: "Always" covers the whole input, so all of it is shown.
+    /// its own: "Always" holds to all of them but the free ones, so all of
+    /// them are shown.
     pub fn rest(&self) -> Option<String> {
         let Value::Object(map) = &self.input else {
             return None;
@@ -209,106 +231,36 @@ pub fn parse_decision(fields: &[(String, String)]) -> AppResult<DecisionForm> {
     })
 }
 
-/// Whether a command is made of plain words only: no shell metacharacters,
-/// quotes, escapes or line breaks, so that what a pattern sees is what the
-/// shell runs.
-pub fn is_plain_command(command: &str) -> bool {
-    !command.is_empty()
-        && command
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || " -_./=:,@%+".contains(c))
-}
-
-/// Whether `command` matches `pattern`: `*` stands for any run of
-/// characters; a pattern without `*` covers the command itself and the same
-/// command with more arguments. Only plain commands ever match.
-pub fn pattern_matches(pattern: &str, command: &str) -> bool {
-    if !is_plain_command(command) {
-        return false;
-    }
-    if !pattern.contains('*') {
-        return command == pattern || command.starts_with(&format!("{pattern} "));
-    }
-    glob(pattern.as_bytes(), command.as_bytes())
-}
-
-fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|at| glob(rest, &text[at..])),
-        Some((c, rest)) => text.first() == Some(c) && glob(rest, &text[1..]),
-    }
-}
-
-impl ApprovalParams {
-    /// The shell command this request runs, if it is one.
-    pub fn command(&self) -> Option<String> {
-        match self.display() {
-            InputDisplay::Command(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// Checks a pattern the person offered for "Always allow commands
-    /// like …": plain words and `*`, starting with a literal word, and
-    /// covering this very request.
-    pub fn check_pattern(&self, pattern: &str) -> AppResult<()> {
-        let refuse = |why: &str| {
-            Err(AppError::invalid(
-                "invalid_pattern",
-                format!("the pattern {why}"),
-            ))
-        };
-        let Some(command) = self.command() else {
-            return refuse(
-                "applies to shell commands only; answer Always to allow this exact input",
-            );
-        };
-        if pattern.chars().count() > MAX_PATTERN_CHARS {
-            return refuse(&format!("has at most {MAX_PATTERN_CHARS} characters"));
-        }
-        let literal = pattern.split('*').next().unwrap_or_default();
-        if !literal
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-            || !is_plain_command(&pattern.replace('*', "x"))
-        {
-            return refuse("starts with a program name and has only plain words and `*`");
-        }
-        if !is_plain_command(&command) {
-            return refuse("cannot cover a command with shell metacharacters, quotes or escapes");
-        }
-        if !pattern_matches(pattern, &command) {
-            return refuse("must cover the command being approved");
-        }
-        Ok(())
-    }
-
-    /// What the pattern field offers first: the program and its first
-    /// word, then `*` (`git status *`).
-    pub fn suggested_pattern(&self) -> Option<String> {
-        let command = self.command().filter(|c| is_plain_command(c))?;
-        let words: Vec<&str> = command
-            .split(' ')
-            .filter(|w| !w.is_empty())
-            .take(2)
-            .collect();
-        Some(format!("{} *", words.join(" ")))
-    }
-}
-
 /// A standing "Always" approval.
 #[derive(Debug, Serialize, sqlx::FromRow)]
 pub struct ApprovalRule {
     pub id: String,
     pub tool: String,
-    /// `exact` (`input` is the canonical JSON input) or `pattern` (`input`
-    /// is a command pattern).
+    /// `exact` (`input` is the canonical JSON of the identifying fields)
+    /// or `pattern` (the same, with a command pattern for the command).
     pub match_kind: String,
     pub input: String,
     pub created_at: i64,
     pub created_by: String,
+}
+
+impl ApprovalRule {
+    /// What the settings page shows: an exact rule's fields; a pattern
+    /// rule's pattern and, as JSON, the other fields it holds to.
+    pub fn shown(&self) -> (String, Option<String>) {
+        if self.match_kind != "pattern" {
+            return (self.input.clone(), None);
+        }
+        let mut rule = stored_pattern_rule(&self.input, "command");
+        let key = ["command", "cmd"]
+            .into_iter()
+            .find(|k| rule.get(*k).is_some_and(Value::is_string))
+            .unwrap_or("command");
+        let pattern = rule.remove(key);
+        let pattern = pattern.as_ref().and_then(Value::as_str).unwrap_or_default();
+        let rest = (!rule.is_empty()).then(|| Value::Object(rule).to_string());
+        (pattern.to_owned(), rest)
+    }
 }
 
 /// A live rule that covers a request.
@@ -329,8 +281,9 @@ impl MatchedRule {
     }
 }
 
-/// The live rule matching this request, if any: one for its exact input,
-/// else a command pattern that covers its (plain) command.
+/// The live rule matching this request, if any: one for its exact
+/// identifying fields, else a command pattern that covers its (plain)
+/// command with every other identifying field equal.
 pub async fn matching_rule(
     conn: &mut AnyConnection,
     owner: &UserId,
@@ -348,9 +301,9 @@ pub async fn matching_rule(
     if let Some(id) = exact {
         return Ok(Some(MatchedRule { id, pattern: None }));
     }
-    let Some(command) = params.command() else {
+    if params.command().is_none() {
         return Ok(None);
-    };
+    }
     let patterns: Vec<(String, String)> = sqlx::query_as(
         "SELECT id, input FROM approval_rules WHERE owner_id = $1 AND tool = $2 \
          AND match_kind = 'pattern' AND revoked_at IS NULL ORDER BY created_at",
@@ -359,17 +312,17 @@ pub async fn matching_rule(
     .bind(&params.tool)
     .fetch_all(conn)
     .await?;
-    Ok(patterns
-        .into_iter()
-        .find(|(_, pattern)| pattern_matches(pattern, &command))
-        .map(|(id, pattern)| MatchedRule {
+    Ok(patterns.into_iter().find_map(|(id, stored)| {
+        params.covered_by(&stored).map(|pattern| MatchedRule {
             id,
             pattern: Some(pattern),
-        }))
+        })
+    }))
 }
 
-/// Records an "Always" answer for this exact input, or for every command
-/// matching `pattern`; returns the rule id (an existing live one if any).
+/// Records an "Always" answer for these identifying fields, or for every
+/// command matching `pattern` with the other identifying fields as they
+/// are; returns the rule id (an existing live one if any).
 pub async fn keep_rule(
     conn: &mut AnyConnection,
     owner: &UserId,
@@ -378,7 +331,7 @@ pub async fn keep_rule(
     pattern: Option<&str>,
 ) -> sqlx::Result<String> {
     let (kind, input) = match pattern {
-        Some(pattern) => ("pattern", pattern.to_owned()),
+        Some(pattern) => ("pattern", params.pattern_rule(pattern)),
         None => ("exact", params.canonical_input()),
     };
     let existing = sqlx::query_scalar(
@@ -532,8 +485,27 @@ mod tests {
     fn patterns_match_plain_commands_only() {
         assert!(pattern_matches("git status *", "git status --short"));
         assert!(pattern_matches("git status", "git status"));
-        assert!(pattern_matches("git status", "git status -sb"));
+        assert!(pattern_matches("git status *", "git status"));
+        // No implicit prefix: a pattern without `*` is the command itself.
+        assert!(!pattern_matches("git status", "git status -sb"));
+        assert!(!pattern_matches("rm -rf build", "rm -rf build / /home"));
         assert!(!pattern_matches("git status", "git statusx"));
+        // `*` spans neither a `/` nor a `..`.
+        assert!(pattern_matches("cat docs/*", "cat docs/guide.md"));
+        assert!(pattern_matches("cat docs/*.md", "cat docs/a.b.md"));
+        for outside in [
+            "cat docs/../../../etc/shadow",
+            "cat docs/..",
+            "cat docs/a/b",
+            "cat docs/a /etc/shadow",
+        ] {
+            assert!(!pattern_matches("cat docs/*", outside), "{outside}");
+        }
+        assert!(!pattern_matches("rm -rf *", "rm -rf build / /home"));
+        assert!(!pattern_matches("git log *", "git log ..HEAD"));
+        // Many stars stay linear.
+        let stars = format!("{}b", "a*".repeat(90));
+        assert!(!pattern_matches(&stars, &"a".repeat(10_000)));
         assert!(pattern_matches(
             "npm run * --silent",
             "npm run build --silent"
@@ -563,6 +535,27 @@ mod tests {
         };
         assert!(params.check_pattern("git status *").is_ok());
         assert_eq!(params.suggested_pattern().as_deref(), Some("git status *"));
+        // What the page pre-fills always passes its own check.
+        for (command, suggested) in [
+            ("git status", Some("git status *")),
+            ("ls", Some("ls *")),
+            ("ls -la /tmp", Some("ls -la /tmp")),
+            ("cat docs/a.md", Some("cat docs/a.md *")),
+            ("./run.sh", None),
+            ("git  status", Some("git  status")),
+            ("git status; id", None),
+        ] {
+            let p = ApprovalParams {
+                tool: "Bash".into(),
+                input: json!({ "command": command }),
+                reason: None,
+            };
+            let got = p.suggested_pattern();
+            assert_eq!(got.as_deref(), suggested, "{command}");
+            if let Some(pattern) = got {
+                assert!(p.check_pattern(&pattern).is_ok(), "{command}");
+            }
+        }
         for bad in ["*", "* status", "git log *", "git status; *", ""] {
             assert!(
                 matches!(
@@ -581,5 +574,68 @@ mod tests {
             reason: None,
         };
         assert!(path.check_pattern("a.txt").is_err());
+    }
+
+    fn bash(args: Value) -> ApprovalParams {
+        ApprovalParams::parse(&input("Bash", args)).unwrap()
+    }
+
+    #[test]
+    fn a_rule_holds_to_every_field_but_the_free_ones() {
+        let approved = bash(json!({ "command": "git status", "description": "Show status" }));
+        let exact = approved.canonical_input();
+        let same = bash(json!({ "command": "git status", "description": "Check the tree" }));
+        assert_eq!(same.canonical_input(), exact);
+        let background_off = bash(json!({ "command": "git status", "run_in_background": false }));
+        assert_eq!(background_off.canonical_input(), exact);
+        let pattern = approved.pattern_rule("git status *");
+        assert_eq!(same.covered_by(&pattern).as_deref(), Some("git status *"));
+        for other in [
+            json!({ "command": "git status", "dangerouslyDisableSandbox": true }),
+            json!({ "command": "git status", "run_in_background": true }),
+            json!({ "command": "git status x", "cmd": "rm -rf ~" }),
+            json!({ "command": "git status", "env": { "GIT_PAGER": "sh -c id" } }),
+            json!({ "command": "git status", "timeout": 600000 }),
+        ] {
+            let call = bash(other.clone());
+            assert_ne!(call.canonical_input(), exact, "{other}");
+            assert_eq!(call.covered_by(&pattern), None, "{other}");
+        }
+        // A pattern rule kept before identity fields: only the bare command.
+        assert_eq!(
+            same.covered_by("git status *").as_deref(),
+            Some("git status *")
+        );
+        let flagged = bash(json!({ "command": "git status", "dangerouslyDisableSandbox": true }));
+        assert_eq!(flagged.covered_by("git status *"), None);
+        // Other tools hold to their whole input.
+        let mcp = |d: &str| {
+            ApprovalParams::parse(&input(
+                "mcp__x__run",
+                json!({ "command": "ls", "description": d }),
+            ))
+            .unwrap()
+        };
+        assert_ne!(mcp("a").canonical_input(), mcp("b").canonical_input());
+    }
+
+    #[test]
+    fn a_kept_pattern_rule_is_shown_with_the_fields_it_holds_to() {
+        let approved = bash(json!({ "command": "git status", "timeout": 5 }));
+        let rule = ApprovalRule {
+            id: "r".into(),
+            tool: "Bash".into(),
+            match_kind: "pattern".into(),
+            input: approved.pattern_rule("git status *"),
+            created_at: 0,
+            created_by: "alice".into(),
+        };
+        assert_eq!(
+            rule.shown(),
+            (
+                "git status *".to_owned(),
+                Some(r#"{"timeout":5}"#.to_owned())
+            )
+        );
     }
 }

@@ -6,12 +6,13 @@
 //! r]`, an arrow `[x1, y1, x2, y2]` (pointing at the second point), a text
 //! `[x, y]` with its `text`.
 //!
-//! The image is stored with the widget and served by the daemon at
-//! `/widgets/{id}/image` with its checked type, to
+//! The image, decoded and encoded again by the daemon (never the agent's
+//! file), is stored with the widget and served at
+//! `/widgets/{id}/image` with its type, to
 //! those who may see the session; the agent's view of the widget leaves
 //! its bytes out. Without JavaScript the card shows the image, answered in
 //! words; `static/clarification/annotation.js` draws on a canvas over it
-//! and keeps the drawings in the form field `annotations` (JSON).
+//! (sized to the image as shown, never to the image) and keeps the drawings in the form field `annotations` (JSON).
 
 use askama::Template;
 use base64::Engine;

@@ -1,18 +1,32 @@
 //! An agent's image for `annotation`: base64 of a PNG, JPEG or WebP file of
 //! at most 2 MiB, its type known by its magic bytes (never by what the
-//! agent says) and its size in pixels read from its header. Nothing else
-//! of the file is parsed: the browser draws it, served by the daemon with
-//! the checked type.
+//! agent says). The size its header declares is checked first (each side
+//! at most 16384 pixels, at most 16 megapixels in all), then the whole file
+//! is decoded here, under the decoder's own limits, and encoded again: the
+//! person's browser only ever gets an image this daemon wrote, whose size
+//! is the size its pixels really have. A header that lies (no pixel data, a
+//! size the data does not fill) or a decompression bomb is refused at
+//! creation; nothing of the agent's file reaches a browser.
+
+use std::io::Cursor;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 
 use crate::error::{AppError, AppResult};
 
-/// Most bytes of an image.
+/// Most bytes of an image, as given and as encoded again.
 pub const MAX_IMAGE_BYTES: usize = 2 * 1024 * 1024;
+pub const MAX_STORED_BYTES: usize = 4 * 1024 * 1024;
 /// Most pixels on either side.
 pub const MAX_SIDE: u32 = 16_384;
+/// Most pixels in all (16 megapixels: 64 MiB as 8-bit RGBA).
+pub const MAX_PIXELS: u64 = 16 * 1024 * 1024;
+/// Most memory the decoder may take (16-bit RGBA of `MAX_PIXELS`).
+const MAX_DECODER_ALLOC: u64 = MAX_PIXELS * 8 + 1024 * 1024;
+/// JPEG quality of what is served for a JPEG or an opaque WebP.
+const JPEG_QUALITY: u8 = 90;
 
 /// A checked image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,12 +140,12 @@ pub fn check(base64: &str) -> AppResult<Image> {
             ),
         ));
     }
-    let (content_type, size) = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        ("image/png", png(&bytes))
+    let (format, size) = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        (ImageFormat::Png, png(&bytes))
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        ("image/jpeg", jpeg(&bytes))
+        (ImageFormat::Jpeg, jpeg(&bytes))
     } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        ("image/webp", webp(&bytes))
+        (ImageFormat::WebP, webp(&bytes))
     } else {
         return Err(invalid(
             "unsupported_image",
@@ -144,12 +158,9 @@ pub fn check(base64: &str) -> AppResult<Image> {
             "the header of `widget.image` does not read",
         )
     })?;
-    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
-        return Err(invalid(
-            "image_dimensions",
-            format!("`widget.image` is {width}×{height} pixels; each side is 1 to {MAX_SIDE}"),
-        ));
-    }
+    check_size(width, height)?;
+    let decoded = decode(&bytes, format, (width, height))?;
+    let (content_type, bytes) = encode(&decoded, format)?;
     Ok(Image {
         content_type,
         width,
@@ -158,9 +169,83 @@ pub fn check(base64: &str) -> AppResult<Image> {
     })
 }
 
+/// Each side 1 to 16384 pixels, at most 16 megapixels in all.
+fn check_size(width: u32, height: u32) -> AppResult<()> {
+    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
+        return Err(invalid(
+            "image_dimensions",
+            format!("`widget.image` is {width}×{height} pixels; each side is 1 to {MAX_SIDE}"),
+        ));
+    }
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(invalid(
+            "image_dimensions",
+            format!(
+                "`widget.image` is {width}×{height} pixels; at most {} megapixels in all",
+                MAX_PIXELS / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes the whole file under limits; its pixels must have the size its
+/// header declared.
+fn decode(bytes: &[u8], format: ImageFormat, declared: (u32, u32)) -> AppResult<DynamicImage> {
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_DECODER_ALLOC);
+    reader.limits(limits);
+    let refused = || {
+        invalid(
+            "invalid_image",
+            "`widget.image` does not decode whole: its pixel data is missing, cut short or damaged",
+        )
+    };
+    let decoded = reader.decode().map_err(|err| match err {
+        image::ImageError::Limits(_) => invalid(
+            "image_dimensions",
+            "`widget.image` needs more memory to decode than an image of 16 megapixels",
+        ),
+        _ => refused(),
+    })?;
+    if (decoded.width(), decoded.height()) != declared {
+        return Err(refused());
+    }
+    Ok(decoded)
+}
+
+/// The image as served: a PNG stays a PNG, a JPEG a JPEG; a WebP becomes
+/// a PNG when it has transparency, else a JPEG.
+fn encode(image: &DynamicImage, from: ImageFormat) -> AppResult<(&'static str, Vec<u8>)> {
+    let png = from == ImageFormat::Png || (from == ImageFormat::WebP && image.color().has_alpha());
+    let mut out = Cursor::new(Vec::new());
+    let written = if png {
+        image.write_to(&mut out, ImageFormat::Png)
+    } else {
+        let rgb = DynamicImage::ImageRgb8(image.to_rgb8());
+        let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY);
+        rgb.write_with_encoder(encoder)
+    };
+    written.map_err(|err| anyhow::anyhow!("encoding an image failed: {err}"))?;
+    let bytes = out.into_inner();
+    if bytes.len() > MAX_STORED_BYTES {
+        return Err(invalid(
+            "image_too_large",
+            format!(
+                "`widget.image` takes more than {MAX_STORED_BYTES} bytes once encoded again; send a smaller image"
+            ),
+        ));
+    }
+    Ok((if png { "image/png" } else { "image/jpeg" }, bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use image::{Rgb, RgbImage, Rgba, RgbaImage};
 
     fn code<T: std::fmt::Debug>(result: AppResult<T>) -> &'static str {
         match result {
@@ -173,7 +258,7 @@ mod tests {
         STANDARD.encode(bytes)
     }
 
-    /// The first bytes of a PNG of `w`×`h` (enough for its header).
+    /// The first bytes of a PNG of `w`×`h` (its header, nothing more).
     fn png_head(w: u32, h: u32) -> Vec<u8> {
         let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
         b.extend(w.to_be_bytes());
@@ -182,37 +267,60 @@ mod tests {
         b
     }
 
+    fn file(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, format).unwrap();
+        out.into_inner()
+    }
+
+    fn gradient(w: u32, h: u32) -> DynamicImage {
+        DynamicImage::ImageRgb8(RgbImage::from_fn(w, h, |x, y| {
+            Rgb([(x % 256) as u8, (y % 256) as u8, 128])
+        }))
+    }
+
     #[test]
-    fn types_are_known_by_their_magic_bytes_and_sizes_read_from_headers() {
-        let png = check(&b64(&png_head(640, 480))).unwrap();
-        assert_eq!(
-            (png.content_type, png.width, png.height),
-            ("image/png", 640, 480)
-        );
-
+    fn sizes_are_read_from_headers() {
+        assert_eq!(png(&png_head(640, 480)), Some((640, 480)));
         // JPEG: SOI, an APP0 segment, then SOF0 with height 300, width 400.
-        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 16];
-        jpeg.extend([0; 14]);
-        jpeg.extend([0xFF, 0xC0, 0, 17, 8, 0x01, 0x2C, 0x01, 0x90, 3]);
-        let jpeg = check(&b64(&jpeg)).unwrap();
-        assert_eq!(
-            (jpeg.content_type, jpeg.width, jpeg.height),
-            ("image/jpeg", 400, 300)
-        );
-
+        let mut jpeg_head = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 16];
+        jpeg_head.extend([0; 14]);
+        jpeg_head.extend([0xFF, 0xC0, 0, 17, 8, 0x01, 0x2C, 0x01, 0x90, 3]);
+        assert_eq!(jpeg(&jpeg_head), Some((400, 300)));
         // WebP, lossless: 14 bits each of width-1 and height-1.
         let bits: u32 = 99 | (49 << 14);
-        let mut webp = b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f".to_vec();
-        webp.extend(bits.to_le_bytes());
-        let webp = check(&b64(&webp)).unwrap();
-        assert_eq!(
-            (webp.content_type, webp.width, webp.height),
-            ("image/webp", 100, 50)
-        );
+        let mut lossless = b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f".to_vec();
+        lossless.extend(bits.to_le_bytes());
+        assert_eq!(webp(&lossless), Some((100, 50)));
         let mut extended = b"RIFF\0\0\0\0WEBPVP8X\0\0\0\0\0\0\0\0".to_vec();
         extended.extend([0x1F, 0x03, 0, 0xDF, 0x01, 0]);
-        let extended = check(&b64(&extended)).unwrap();
-        assert_eq!((extended.width, extended.height), (800, 480));
+        assert_eq!(webp(&extended), Some((800, 480)));
+    }
+
+    #[test]
+    fn real_images_are_decoded_and_served_encoded_again() {
+        for (given, format, served) in [
+            (gradient(640, 480), ImageFormat::Png, "image/png"),
+            (gradient(400, 300), ImageFormat::Jpeg, "image/jpeg"),
+            (gradient(100, 50), ImageFormat::WebP, "image/jpeg"),
+            (
+                DynamicImage::ImageRgba8(RgbaImage::from_pixel(30, 20, Rgba([1, 2, 3, 4]))),
+                ImageFormat::WebP,
+                "image/png",
+            ),
+        ] {
+            let checked = check(&b64(&file(&given, format))).unwrap();
+            assert_eq!(
+                (checked.content_type, checked.width, checked.height),
+                (served, given.width(), given.height()),
+                "{format:?}"
+            );
+            let again = image::load_from_memory(&checked.bytes).unwrap();
+            assert_eq!(
+                (again.width(), again.height()),
+                (given.width(), given.height())
+            );
+        }
     }
 
     #[test]
@@ -230,12 +338,23 @@ mod tests {
         assert_eq!(code(check(&b64(b"\x89PNG\r\n\x1a\n"))), "invalid_image");
         assert_eq!(code(check(&b64(&png_head(0, 10)))), "image_dimensions");
         assert_eq!(code(check(&b64(&png_head(20_000, 10)))), "image_dimensions");
+        // Sides within 16384, but more than 16 megapixels in all.
+        assert_eq!(
+            code(check(&b64(&png_head(16_384, 16_384)))),
+            "image_dimensions"
+        );
+        assert_eq!(
+            code(check(&b64(&png_head(4_097, 4_097)))),
+            "image_dimensions"
+        );
+        // A header that declares what the file does not hold.
+        assert_eq!(code(check(&b64(&png_head(1_000, 1_000)))), "invalid_image");
+        let mut cut = file(&gradient(64, 64), ImageFormat::Png);
+        cut.truncate(cut.len() / 2);
+        assert_eq!(code(check(&b64(&cut))), "invalid_image");
         let mut big = png_head(10, 10);
         big.resize(MAX_IMAGE_BYTES + 1, 0);
         assert_eq!(code(check(&b64(&big))), "image_too_large");
-        let mut fits = png_head(10, 10);
-        fits.resize(MAX_IMAGE_BYTES, 0);
-        assert!(check(&b64(&fits)).is_ok());
         assert_eq!(code(check(&"A".repeat(3_000_000))), "image_too_large");
     }
 }

@@ -147,6 +147,11 @@ async fn an_image_asked_over_mcp_is_drawn_on_in_chromium() {
         .await;
     assert!(chrome.same_document().await, "the card came by a reload");
     // The image loaded from the daemon, at its own size.
+    let loaded = format!("return document.getElementById('w-{id}-image').complete;");
+    crate::webdriver::wait_for("the image to load", || async {
+        chrome.js(&loaded).await == json!(true)
+    })
+    .await;
     let natural = chrome
         .js(&format!(
             "const i = document.getElementById('w-{id}-image'); return [i.complete, i.naturalWidth, i.naturalHeight, i.clientWidth];"
@@ -210,9 +215,10 @@ async fn an_image_asked_over_mcp_is_drawn_on_in_chromium() {
     assert_eq!(state["result"]["freeform"], "The form overflows");
     // The agent's view has the image's type and size, never its bytes.
     let image = &state["params"]["widget"]["image"];
+    assert!(image["bytes"].as_u64().is_some_and(|n| n > 0), "{image}");
     assert_eq!(
         image,
-        &json!({ "content_type": "image/png", "width": 400, "height": 300, "bytes": png(400, 300).len() })
+        &json!({ "content_type": "image/png", "width": 400, "height": 300, "bytes": image["bytes"] })
     );
     let prompt = prompt_of(&app, &s.host, &s.session, &id).await;
     assert!(
@@ -285,7 +291,12 @@ async fn the_image_is_served_with_its_type_only_to_people_who_may_see_it() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "image/png");
     assert_eq!(r.headers()["x-content-type-options"], "nosniff");
-    assert_eq!(r.bytes().await.unwrap().to_vec(), png(400, 300));
+    // What is served is the daemon's own encoding of the same pixels,
+    // never the agent's file.
+    let served = r.bytes().await.unwrap().to_vec();
+    assert_ne!(served, png(400, 300));
+    let pixels = |bytes: &[u8]| image::load_from_memory(bytes).unwrap().to_rgb8();
+    assert_eq!(pixels(&served), pixels(&png(400, 300)));
 
     // Someone else, nobody, the agent's token: not theirs.
     app.user("mallory", widgetd::auth::Role::Member).await;
@@ -477,5 +488,183 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
         .await;
     chrome.wait_css("figure.annotation.live").await;
     assert_inert(&chrome, "test · widgetd").await;
+    chrome.close().await;
+}
+
+/// Writes a deflate stream bit by bit (least significant bit first; a
+/// Huffman code most significant bit first).
+#[derive(Default)]
+struct Bits {
+    out: Vec<u8>,
+    acc: u64,
+    n: u32,
+}
+
+impl Bits {
+    fn put(&mut self, value: u32, count: u32) {
+        self.acc |= u64::from(value) << self.n;
+        self.n += count;
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    fn code(&mut self, code: u32, len: u32) {
+        self.put(code.reverse_bits() >> (32 - len), len);
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.n > 0 {
+            self.out.push(self.acc as u8);
+        }
+        self.out
+    }
+}
+
+/// A real decompression bomb: a `side`×`side` one-bit grey PNG whose
+/// pixel data (all zero) is there, deflated with back-references of 258
+/// bytes: a small file that decodes to hundreds of megabytes.
+fn bomb(side: u32) -> Vec<u8> {
+    let n = u64::from(side) * (1 + u64::from(side.div_ceil(8)));
+    let mut bits = Bits::default();
+    bits.put(1, 1); // the last block
+    bits.put(1, 2); // fixed Huffman codes
+    bits.code(0x30, 8); // literal 0
+    let copies = (n - 1) / 258;
+    for _ in 0..copies {
+        bits.code(0xC5, 8); // length 258
+        bits.code(0, 5); // distance 1
+    }
+    for _ in 0..(n - 1) % 258 {
+        bits.code(0x30, 8);
+    }
+    bits.code(0, 7); // end of block
+    let mut z = vec![0x78, 0x01];
+    z.extend(bits.finish());
+    z.extend((((n % 65_521) as u32) << 16 | 1).to_be_bytes());
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = side.to_be_bytes().to_vec();
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend([1, 0, 0, 0, 0]);
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(&mut png, b"IDAT", &z);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+/// An image that would exhaust the person's browser is refused when the
+/// agent makes the widget, with a stable code, quickly, and nothing is
+/// stored: a 33-byte header declaring 16384×16384 pixels, a real bomb of
+/// that size, one of 8192×8192 (within each side's limit, past 16
+/// megapixels), and a header whose pixel data is not there.
+#[tokio::test]
+async fn images_that_would_exhaust_a_browser_are_refused_at_creation() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let with_image = |bytes: &[u8]| json!({ "question": "Q?", "widget": { "type": "annotation", "image": STANDARD.encode(bytes), "tools": ["text"] } });
+    let header = |side: u32| {
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        let mut ihdr = side.to_be_bytes().to_vec();
+        ihdr.extend(side.to_be_bytes());
+        ihdr.extend([8, 6, 0, 0, 0]);
+        chunk(&mut png, b"IHDR", &ihdr);
+        png
+    };
+    assert_eq!(header(16_384).len(), 33);
+    let big_bomb = bomb(16_384);
+    assert!(big_bomb.len() < 2 * 1024 * 1024, "{}", big_bomb.len());
+    let mut lying = header(1_000);
+    chunk(&mut lying, b"IEND", &[]);
+    for (what, bytes, code) in [
+        ("header 16384x16384", header(16_384), "image_dimensions"),
+        ("bomb 16384x16384", big_bomb, "image_dimensions"),
+        ("bomb 8192x8192", bomb(8_192), "image_dimensions"),
+        ("header 1000x1000, no pixels", lying, "invalid_image"),
+        (
+            "bomb 1000x1000 cut",
+            bomb(1_000)[..200].to_vec(),
+            "invalid_image",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        refused_on_both(&app, (&s, &client), &with_image(&bytes), code, None).await;
+        eprintln!(
+            "{what} ({} bytes): {code} over REST and MCP in {:?}",
+            bytes.len(),
+            started.elapsed()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{code} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+    // A real image of 4 megapixels, highly compressible, is taken.
+    let started = std::time::Instant::now();
+    let id = created(clarify(&app, &s.agent, &s.session, &with_image(&bomb(2_048))).await).await;
+    eprintln!("bomb 2048x2048 taken in {:?}", started.elapsed());
+    assert!(!id.is_empty());
+}
+
+/// The drawing canvas of a large image is as large as the image is shown
+/// (times the pixel ratio), not as large as the image: 4000×3000 pixels
+/// shown in a transcript column get a canvas of that column's width, and
+/// a drawing still lands in image pixels.
+#[tokio::test]
+async fn the_canvas_of_a_large_image_is_sized_to_the_image_as_shown() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let chrome = open_transcript(&app, "alice", &s.session).await;
+    // A large image is 1-bit grey here: small to send, 12 megapixels to draw.
+    let large = {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageLuma8(image::GrayImage::from_pixel(
+            4_000,
+            3_000,
+            image::Luma([200]),
+        ))
+        .write_to(&mut out, image::ImageFormat::Png)
+        .unwrap();
+        out.into_inner()
+    };
+    let body = json!({
+        "question": "Where?",
+        "widget": { "type": "annotation", "image": STANDARD.encode(large), "tools": ["rectangle"] },
+    });
+    let id = ask(&client, body).await;
+    chrome
+        .wait_css(&format!("#w-{id} figure.annotation.live"))
+        .await;
+    let sizes = chrome
+        .js(&format!(
+            "const c = document.getElementById('w-{id}-annotation-canvas'); const r = c.getBoundingClientRect(); \
+             return [c.width, c.height, r.width, window.devicePixelRatio];"
+        ))
+        .await;
+    let [cw, ch, shown, ratio] = [0, 1, 2, 3].map(|i| sizes[i].as_f64().unwrap());
+    eprintln!("4000x3000 image shown {shown} px wide: canvas {cw}x{ch} at pixel ratio {ratio}");
+    assert!(shown > 0.0 && shown < 4_000.0, "{sizes}");
+    assert!(cw <= (shown * ratio).ceil() + 1.0, "{sizes}");
+    assert!((ch - cw * 0.75).abs() <= 1.0, "{sizes}");
+    drag(&chrome, &id, (-40.0, -30.0), (40.0, 30.0)).await;
+    let drawn = chrome
+        .js(&format!(
+            "return document.getElementById('w-{id}-annotations').value;"
+        ))
+        .await;
+    let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
+    let coords = drawn[0]["coords"].as_array().unwrap();
+    // 80 CSS pixels wide, in image pixels: 80 × 4000 / shown.
+    let want = 80.0 * 4_000.0 / shown;
+    let got = coords[2].as_f64().unwrap();
+    assert!(
+        (got - want).abs() <= want * 0.1,
+        "{coords:?}, want about {want}"
+    );
     chrome.close().await;
 }
