@@ -34,6 +34,19 @@ fn default_data_dir() -> PathBuf {
     }
 }
 
+/// The public URL when none is given: the bound address, except that an
+/// unspecified one (`0.0.0.0`, `::`, as in a container) is no URL anyone can
+/// reach; loopback on the same port stands in for it.
+pub fn default_public_url(addr: SocketAddr) -> String {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            format!("http://127.0.0.1:{}", addr.port())
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[::1]:{}", addr.port()),
+        _ => format!("http://{addr}"),
+    }
+}
+
 fn parse_database_url(text: &str) -> Result<DatabaseUrl, String> {
     DatabaseUrl::parse(text).map_err(|e| e.to_string())
 }

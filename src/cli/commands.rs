@@ -121,7 +121,9 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     // follows it at once must shut down cleanly, not kill the process.
     let shutdown = shutdown_signal()?;
     let addr = listener.local_addr()?;
-    let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
+    let public_url = args
+        .public_url
+        .unwrap_or_else(|| super::default_public_url(addr));
     let public_url = public_url.trim_end_matches('/').to_owned();
     println!(
         "widgetd {} listening on http://{addr}",

@@ -28,6 +28,7 @@ mod host;
 mod limits;
 mod mcp;
 mod ops;
+mod ops_docs;
 mod pages;
 mod proxy;
 mod questions;

@@ -1,7 +1,8 @@
-//! `contrib/widgetd.service`, the one unit file the docs point to, passes
-//! `systemd-analyze verify` without a warning and keeps its hardening.
-//! Without systemd on the machine the test says so and passes, except
-//! under `CI`, where it must run.
+//! The deployment files in `contrib/`: `widgetd.service`, the one unit
+//! file the docs point to, passes `systemd-analyze verify` without a
+//! warning and keeps its hardening (without systemd on the machine the test
+//! says so and passes, except under `CI`, where it must run); the
+//! Containerfile's health check asks `/readyz`.
 
 use std::process::Command;
 
@@ -80,4 +81,43 @@ fn the_unit_file_verifies_and_is_hardened() {
         "systemd-analyze verify failed: {stderr}"
     );
     assert!(ours.is_empty(), "systemd-analyze verify warns: {ours:?}");
+}
+
+/// The Containerfile's `HEALTHCHECK` command, run as the container would
+/// (with the daemon's port for 7700): passes against a ready daemon, fails
+/// where nothing answers.
+#[tokio::test]
+async fn the_container_health_check_asks_readyz() {
+    let file = std::fs::read_to_string("contrib/Containerfile").unwrap();
+    let line = file
+        .lines()
+        .find_map(|l| l.strip_prefix("HEALTHCHECK "))
+        .expect("a HEALTHCHECK");
+    let command: Vec<String> =
+        serde_json::from_str(line.split_once("CMD ").unwrap().1).expect("CMD in exec form");
+    assert!(command.join(" ").contains("/readyz"), "{command:?}");
+    assert!(std::path::Path::new(".dockerignore").exists());
+    let app = crate::helpers::spawn_app().await;
+    let port = app.url.rsplit(':').next().unwrap().to_owned();
+    let run = |port: String| {
+        let command: Vec<String> = command.iter().map(|a| a.replace("7700", &port)).collect();
+        tokio::task::spawn_blocking(move || {
+            Command::new(&command[0])
+                .args(&command[1..])
+                .status()
+                .unwrap()
+                .success()
+        })
+    };
+    assert!(
+        run(port).await.unwrap(),
+        "the health check fails on a ready daemon"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port().to_string();
+    drop(closed);
+    assert!(
+        !run(closed_port).await.unwrap(),
+        "the health check passes with no daemon"
+    );
 }
