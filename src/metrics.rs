@@ -256,7 +256,7 @@ fn render_writes(out: &mut String) {
     counter(
         out,
         "widgetd_db_write_failures_total",
-        "Commits and write batches that did not reach the disk (full or read-only disk, I/O errors).",
+        "Writes that did not reach the disk: failed commits and requests refused with storage_unavailable (full or read-only disk, I/O errors).",
         WRITES.failures.load(Ordering::Relaxed),
     );
     family(

@@ -75,6 +75,9 @@ pub async fn measure(State(state): State<AppState>, request: Request, next: Next
             .get::<ErrorCode>()
             .map_or("-", |c| c.0.as_str());
         state.metrics.refused(status.as_u16(), code);
+        if code == "storage_unavailable" {
+            crate::db::stats::WRITES.failed();
+        }
         let status = status.as_u16();
         if route == "/login" && status == 401 {
             state.metrics.login_failed();
@@ -122,10 +125,7 @@ async fn check_ready(State(state): State<AppState>) -> Response {
             // its directory are writable now, without changing anything.
             return tx.rollback().await;
         }
-        // A write that changes no value but still has to reach the disk.
-        sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
-            .execute(&mut *tx)
-            .await?;
+        probe_write(&state, &mut tx).await?;
         tx.commit().await
     };
     let database = writable.await.map_err(|e| match last_ok {
@@ -152,6 +152,29 @@ async fn check_ready(State(state): State<AppState>) -> Response {
             (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
         }
     }
+}
+
+/// A write that leaves no trace but still has to reach the disk: on
+/// SQLite a 64 KiB row added and removed (enough pages that a full disk
+/// refuses it, not a page the log could reuse); on PostgreSQL an update
+/// that changes no value.
+async fn probe_write(state: &AppState, tx: &mut crate::db::WriteTx) -> sqlx::Result<()> {
+    if state.db.backend() == crate::db::Backend::Postgres {
+        sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    }
+    let key = format!("readyz:{}", "0".repeat(64 * 1024));
+    sqlx::query("INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, 0, 0)")
+        .bind(&key)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("DELETE FROM rate_limits WHERE key = $1")
+        .bind(&key)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// `GET /metrics`: for an API token of an admin.

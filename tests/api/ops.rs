@@ -319,3 +319,42 @@ async fn host_names_are_compared_without_ports_and_probes_pass() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
 }
+
+/// What a person meets in the first minute: `/sessions` typed by hand goes
+/// to the list, the tab icon exists, and a one-second wait says "second".
+#[tokio::test]
+async fn first_minute_rough_edges_are_gone() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let r = app
+        .client
+        .get(format!("{}/sessions", app.url))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/");
+    let r = app
+        .client
+        .get(format!("{}/favicon.ico", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-type"], "image/svg+xml");
+    let r = app
+        .post_json(
+            &format!("/api/v1/sessions/{}/widgets/ask", s.session),
+            &s.agent,
+            &json!({ "question": "Deploy now?", "wait_seconds": 1 }),
+        )
+        .await;
+    let body: Value = r.json().await.unwrap();
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("No answer within 1 second. "),
+        "{message}"
+    );
+}
