@@ -34,6 +34,31 @@ fn default_data_dir() -> PathBuf {
     }
 }
 
+/// `host`'s agent command must exist before a session is made for it: a
+/// typo would otherwise leave an empty session behind.
+fn refuse_missing_program(command: &[OsString]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(program) = command.first() else {
+        return Ok(());
+    };
+    let runnable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = std::path::Path::new(program);
+    let found = if path.components().count() > 1 {
+        runnable(path)
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|dirs| std::env::split_paths(&dirs).any(|dir| runnable(&dir.join(path))))
+    };
+    anyhow::ensure!(
+        found,
+        "the agent command `{}` was not found (not on PATH, or not executable); no session was created",
+        path.display()
+    );
+    Ok(())
+}
+
 /// The public URL when none is given: the bound address, except that an
 /// unspecified one (`0.0.0.0`, `::`, as in a container) is no URL anyone can
 /// reach; loopback on the same port stands in for it.
@@ -108,6 +133,11 @@ impl Cli {
             );
         }
         cli.refuse_missing_data_dir()?;
+        if let Some(Command::Host(host)) = &cli.command
+            && host.session.is_none()
+        {
+            refuse_missing_program(&host.command)?;
+        }
         Ok(cli)
     }
 

@@ -357,4 +357,21 @@ async fn first_minute_rough_edges_are_gone() {
         message.starts_with("No answer within 1 second. "),
         "{message}"
     );
+
+    // `host` with an agent command that does not exist makes no session.
+    let before = app.count("SELECT count(*) FROM sessions").await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_widgetd"))
+        .args(["host", "--prompt", "hello", "--url", &app.url])
+        .args(["--", "no-such-agent-cli-here"])
+        .env("WIDGETD_TOKEN", &s.host)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`no-such-agent-cli-here` was not found"),
+        "{err}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM sessions").await, before);
 }
