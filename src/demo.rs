@@ -157,7 +157,7 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
     let text = match outcome(state, session, created).await? {
         (WidgetStatus::Submitted, result) => format!(
             "You answered {}. Answers to questions are not secrets, so they do come back to the agent.",
-            words(&result["answers"])
+            words(&result["answers"]).trim_end_matches('.')
         ),
         _ => "You skipped the question; a real agent would decide without it.".to_owned(),
     };
@@ -178,11 +178,16 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
     let params = Clarification::parse(clarification)?;
     let created = widgets::create::<Clarification>(state, session, params, cause()).await?;
     let text = match outcome(state, session, created).await? {
-        (WidgetStatus::Submitted, result) => format!(
-            "You picked {} and wrote \"{}\". A clarification answer comes back both structured and in your words.",
-            words(&result["structured"]["selected"]),
-            result["freeform"].as_str().unwrap_or_default()
-        ),
+        (WidgetStatus::Submitted, result) => {
+            let picked = words(&result["structured"]["selected"]);
+            let wrote = match result["freeform"].as_str().map(str::trim) {
+                Some(text) if !text.is_empty() => format!(" and wrote \u{201c}{text}\u{201d}"),
+                _ => String::new(),
+            };
+            format!(
+                "You picked {picked}{wrote}. A clarification answer comes back both structured and in your words."
+            )
+        }
         _ => "You skipped it; a real agent would pick a sensible default and say so.".to_owned(),
     };
     say(state, session, &text).await?;
@@ -201,5 +206,5 @@ async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
         _ => "Not approved, so nothing runs.",
     };
     say(state, session, text).await?;
-    say(state, session, "That is the tour. To connect a real agent, see README.md (\"Five minutes with widgetd\") and docs/integrations.md.").await
+    say(state, session, "That is the tour. To connect a real agent, run `widgetd connect --help`: it writes the set-up for Claude Code, Codex and Gemini CLI.").await
 }

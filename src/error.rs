@@ -123,10 +123,20 @@ impl AppError {
     }
 }
 
+/// The stable code of an error response, kept on the response for the
+/// request log and the metrics (never a message, which may name things).
+#[derive(Debug, Clone)]
+pub struct ErrorCode(pub String);
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, body) = self.to_body();
+        let code = body["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let mut response = (status, Json(body)).into_response();
+        response.extensions_mut().insert(ErrorCode(code));
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

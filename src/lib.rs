@@ -18,12 +18,15 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod forwarded;
 pub mod hooks;
 pub mod host;
 pub mod icons;
 pub mod ids;
 pub mod limits;
+pub mod logging;
 pub mod mcp;
+pub mod metrics;
 pub mod ops;
 pub mod progress;
 pub mod prompts;
@@ -60,7 +63,9 @@ pub struct Settings {
     pub prompt_tag: String,
     /// How long a widget stays pending before it expires.
     pub widget_ttl_ms: i64,
-    /// Host names (optionally `host:port`) the MCP endpoint answers to.
+    /// Host names every route answers to (`--mcp-allowed-hosts`, with
+    /// loopback and the public URL's name). Compared without the port: a
+    /// proxy's `Host: $host` drops it, and DNS rebinding is about names.
     pub mcp_allowed_hosts: Vec<String>,
     /// The first webhook retry waits this long; later ones longer.
     pub webhook_retry_base_ms: i64,
@@ -69,6 +74,9 @@ pub struct Settings {
     /// Whether webhooks may go to loopback, private and link-local
     /// addresses (`serve --webhooks-allow-private`).
     pub webhooks_allow_private: bool,
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` is believed
+    /// (`serve --trusted-proxies`); empty: the TCP peer is the client.
+    pub trusted_proxies: Vec<forwarded::IpRange>,
 }
 
 impl Settings {
@@ -85,7 +93,7 @@ impl Settings {
             .nth(1)
             .and_then(|rest| rest.split('/').next())
         {
-            hosts.push(host.to_owned());
+            hosts.push(host_name(host).to_owned());
         }
         Self {
             public_url,
@@ -95,6 +103,7 @@ impl Settings {
             webhook_retry_base_ms: 5000,
             elicitation: mcp::Elicitation::Both,
             webhooks_allow_private: false,
+            trusted_proxies: Vec::new(),
         }
     }
 
@@ -128,7 +137,12 @@ pub struct Inner {
 pub struct AppState(Arc<Inner>);
 
 impl AppState {
-    pub fn new(db: Db, keyring: Keyring, settings: Settings) -> Self {
+    pub fn new(db: Db, keyring: Keyring, mut settings: Settings) -> Self {
+        // Names only, also for rmcp's own check of `/mcp` (an entry without
+        // a port matches any port there too), so both checks agree.
+        for entry in &mut settings.mcp_allowed_hosts {
+            *entry = host_name(entry.trim()).to_ascii_lowercase();
+        }
         Self(Arc::new(Inner {
             db,
             keyring,
@@ -168,20 +182,31 @@ pub fn app(state: AppState) -> Router {
         .merge(mcp::router(&state))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            stream_limits::hold_waits,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             check_host,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             ops::measure,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forwarded::resolve_client,
+        ))
         .layer(axum::middleware::map_response(security_headers))
+        .layer(axum::middleware::from_fn(unbuffered))
         .with_state(state)
 }
 
 /// Answers only to the host names it serves (the public URL's, loopback,
-/// `--mcp-allowed-hosts`): a page of another site whose name an attacker
-/// points at this daemon's address (DNS rebinding) gets `421` instead of
-/// the login page or the API. A request without `Host` (HTTP/1.0) passes.
+/// `--mcp-allowed-hosts`), whatever the port: a page of another site whose
+/// name an attacker points at this daemon's address (DNS rebinding) gets
+/// `421` instead of the login page or the API. A request without `Host`
+/// (HTTP/1.0) passes, and so do `/healthz` and `/readyz`, which reveal
+/// nothing and are probed by address (`Host: 10.0.0.5:7700`).
 async fn check_host(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: axum::extract::Request,
@@ -191,7 +216,9 @@ async fn check_host(
         .headers()
         .get(header::HOST)
         .map(|h| h.to_str().unwrap_or("\u{0}"));
+    let probe = matches!(request.uri().path(), "/healthz" | "/readyz");
     match host {
+        _ if probe => next.run(request).await,
         Some(host) if !host_allowed(&state.settings.mcp_allowed_hosts, host) => {
             let body = serde_json::json!({ "error": { "code": "unknown_host",
                 "message": "this daemon does not answer to that host name; use its public URL (or add the name with --mcp-allowed-hosts)" } });
@@ -206,17 +233,50 @@ async fn check_host(
 }
 
 /// `host` (`name` or `name:port`, IPv6 in brackets) against the allowed
-/// entries: an entry with a port must match exactly, one without matches
-/// any port.
+/// entries, by name only: the port is ignored on both sides.
 fn host_allowed(allowed: &[String], host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    allowed.iter().any(|entry| {
-        let entry = entry.trim().trim_start_matches('[').replace(']', "");
-        entry.eq_ignore_ascii_case(host) || entry.eq_ignore_ascii_case(name)
-    })
+    let name = host_name(host);
+    allowed
+        .iter()
+        .any(|entry| host_name(entry.trim()).eq_ignore_ascii_case(name))
+}
+
+/// The name of `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6
+/// address.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match host.rsplit_once(':') {
+        // More than one colon and no brackets: a bare IPv6 address.
+        Some((name, _)) if !name.contains(':') => name,
+        _ => host,
+    }
+}
+
+/// `X-Accel-Buffering: no` on every response that streams or waits: event
+/// streams (`text/event-stream`, the browser's, the API's and MCP's),
+/// everything `/mcp` answers, and long-polls (`?wait=`). nginx buffers a
+/// proxied response by default, so without it a new event would sit in the
+/// proxy's buffer instead of reaching the page or the agent.
+async fn unbuffered(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let waits = request.uri().path() == "/mcp"
+        || request
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("wait=")));
+    let mut response = next.run(request).await;
+    let streams = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if waits || streams {
+        response
+            .headers_mut()
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    }
+    response
 }
 
 /// Headers on every response, errors included: nothing here may be cached,
@@ -296,24 +356,20 @@ mod tests {
 
     proptest! {
         /// A `Host` passes exactly when its name (port stripped) is an
-        /// allowed name, whatever the case, and its port fits the entry.
+        /// allowed name, whatever the case and whatever the port (on
+        /// either side).
         #[test]
         fn only_allowed_host_names_pass(host in prop_oneof![near("example.com"), near("localhost"), near("[::1]")]) {
             let allowed = ["localhost".to_owned(), "::1".to_owned(), "example.com:8443".to_owned()];
-            let (name, port) = match host.strip_prefix('[') {
-                Some(rest) => {
-                    let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
-                    (name.to_owned(), after.strip_prefix(':').map(str::to_owned))
-                }
+            let name = match host.strip_prefix('[') {
+                Some(rest) => rest.split_once(']').map_or(rest, |(name, _)| name).to_owned(),
                 None => match host.rsplit_once(':') {
-                    Some((n, p)) => (n.to_owned(), Some(p.to_owned())),
-                    None => (host.clone(), None),
+                    Some((n, _)) if !n.contains(':') => n.to_owned(),
+                    _ => host.clone(),
                 },
             };
             let name = name.to_ascii_lowercase();
-            let expected = name == "localhost"
-                || name == "::1"
-                || (name == "example.com" && port.as_deref() == Some("8443"));
+            let expected = name == "localhost" || name == "::1" || name == "example.com";
             prop_assert_eq!(host_allowed(&allowed, &host), expected, "{:?}", host);
         }
     }

@@ -1,7 +1,5 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-use tracing_subscriber::EnvFilter;
 use widgetd::cli::{Cli, Command};
 
 /// glibc serves an allocation above a threshold with its own `mmap`, and
@@ -23,17 +21,18 @@ fn give_big_blocks_back() {}
 
 fn main() -> ExitCode {
     give_big_blocks_back();
-    let cli = Cli::parse();
+    let cli = match Cli::parse_checked() {
+        Ok(cli) => cli,
+        Err(err) => {
+            eprintln!("widgetd: {err:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     let default_level = match cli.command {
         None | Some(Command::Serve(_)) => "info",
         Some(_) => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    widgetd::logging::init(cli.log_format, default_level);
     let runtime = tokio::runtime::Runtime::new().expect("cannot start the async runtime");
     match runtime.block_on(widgetd::cli::run(cli)) {
         Ok(code) => ExitCode::from(code),

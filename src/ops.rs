@@ -3,12 +3,11 @@
 //! Prometheus text format, for admins' API tokens).
 
 use std::fmt::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,25 +16,11 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::auth::{Principal, Role};
-use crate::error::{AppError, AppResult};
-
-/// Upper bounds of the request latency buckets, in seconds.
-const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
-
-/// Request counts and a latency histogram per status class, kept in
-/// memory since the start.
-#[derive(Default)]
-pub struct Metrics {
-    /// Per status class (1xx … 5xx): count, sum of seconds, bucket counts.
-    classes: Mutex<[Histogram; 5]>,
-}
-
-#[derive(Default, Clone, Copy)]
-struct Histogram {
-    count: u64,
-    sum: f64,
-    buckets: [u64; BUCKETS.len()],
-}
+use crate::db::stats::WRITES;
+use crate::error::{AppError, AppResult, ErrorCode};
+pub use crate::metrics::Metrics;
+use crate::metrics::{gauge, label};
+use crate::stream_limits::Waited;
 
 /// Event streams open right now.
 static OPEN_STREAMS: AtomicU64 = AtomicU64::new(0);
@@ -62,60 +47,49 @@ impl Drop for StreamOpen {
     }
 }
 
-impl Metrics {
-    fn observe(&self, status: StatusCode, seconds: f64) {
-        let class = usize::from(status.as_u16() / 100).clamp(1, 5) - 1;
-        let mut classes = self.classes.lock().unwrap_or_else(|p| p.into_inner());
-        let h = &mut classes[class];
-        h.count += 1;
-        h.sum += seconds;
-        for (bucket, bound) in h.buckets.iter_mut().zip(BUCKETS) {
-            if seconds <= bound {
-                *bucket += 1;
-            }
-        }
-    }
-
-    fn render(&self, out: &mut String) {
-        let classes = *self.classes.lock().unwrap_or_else(|p| p.into_inner());
-        out.push_str("# HELP widgetd_http_request_duration_seconds Time to answer HTTP requests (event streams: until the headers).\n");
-        out.push_str("# TYPE widgetd_http_request_duration_seconds histogram\n");
-        for (i, h) in classes.iter().enumerate() {
-            let class = format!("{}xx", i + 1);
-            for (bound, n) in BUCKETS.iter().zip(h.buckets) {
-                let _ = writeln!(
-                    out,
-                    "widgetd_http_request_duration_seconds_bucket{{class=\"{class}\",le=\"{bound}\"}} {n}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "widgetd_http_request_duration_seconds_bucket{{class=\"{class}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "widgetd_http_request_duration_seconds_sum{{class=\"{class}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "widgetd_http_request_duration_seconds_count{{class=\"{class}\"}} {}",
-                h.count
-            );
-        }
-    }
-}
-
-/// Times every request into [`Metrics`].
+/// Times every request into [`Metrics`], and logs each refusal in one
+/// line: method, route template, status and error code (never the path's
+/// ids, a query or a body).
 pub async fn measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
     // Noted as it arrives: the auth checks of this request trust what is
     // cached only after an epoch read that started from now on.
     let response = state.auth_cache.arrival(next.run(request)).await;
-    state
-        .metrics
-        .observe(response.status(), started.elapsed().as_secs_f64());
+    let status = response.status();
+    let waited = response.extensions().get::<Waited>().is_some();
+    state.metrics.observe(
+        &route,
+        status.as_u16(),
+        started.elapsed().as_secs_f64(),
+        waited,
+    );
+    if status.is_client_error() || status.is_server_error() {
+        let code = response
+            .extensions()
+            .get::<ErrorCode>()
+            .map_or("-", |c| c.0.as_str());
+        state.metrics.refused(status.as_u16(), code);
+        if code == "storage_unavailable" {
+            crate::db::stats::WRITES.failed();
+        }
+        let status = status.as_u16();
+        if route == "/login" && status == 401 {
+            state.metrics.login_failed();
+            tracing::warn!(%method, route, status, "login failed");
+        } else if status >= 500 {
+            tracing::error!(%method, route, status, code, "request failed");
+        } else if route == "unmatched" {
+            tracing::debug!(%method, status, "no such route");
+        } else {
+            tracing::warn!(%method, route, status, code, "request refused");
+        }
+    }
     response
 }
 
@@ -124,18 +98,42 @@ pub fn router() -> axum::Router<AppState> {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(check_ready))
         .route("/metrics", get(read_metrics))
+        .route("/favicon.ico", get(favicon))
+}
+
+/// The tab icon browsers ask every page for: a small SVG.
+async fn favicon() -> Response {
+    const ICON: &str = concat!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">"##,
+        r##"<rect width="32" height="32" rx="7" fill="#1f3a5f"/>"##,
+        r##"<path d="M7 10l4 13 5-9 5 9 4-13" fill="none" stroke="#fff" stroke-width="3" "##,
+        r##"stroke-linecap="round" stroke-linejoin="round"/></svg>"##
+    );
+    ([(header::CONTENT_TYPE, "image/svg+xml")], ICON).into_response()
 }
 
 /// `GET /readyz`: 200 when the database takes a write and the master key
-/// opens the newest data key; 503 `not_ready` saying which failed.
+/// opens the newest data key; 503 `not_ready` saying which failed. After a
+/// write that did not reach the disk (a full or read-only disk), it stays
+/// 503 until a write succeeds again: it then tries one itself.
 async fn check_ready(State(state): State<AppState>) -> Response {
+    let last_ok = WRITES.last_ok.load(Ordering::Relaxed);
     let writable = async {
-        // Taking the write lock and rolling back proves the file and its
-        // directory are writable now, without changing anything.
-        let tx = state.db.begin_write().await?;
-        tx.rollback().await
+        let mut tx = state.db.begin_write().await?;
+        if last_ok {
+            // Taking the write lock and rolling back proves the file and
+            // its directory are writable now, without changing anything.
+            return tx.rollback().await;
+        }
+        probe_write(&state, &mut tx).await?;
+        tx.commit().await
     };
-    let database = writable.await.map_err(|e| format!("database: {e}"));
+    let database = writable.await.map_err(|e| match last_ok {
+        true => format!("database: {e}"),
+        false => format!(
+            "database: the last write did not reach the disk, and neither did a new one: {e}"
+        ),
+    });
     let key = async {
         let mut conn = state.db.read.acquire().await.map_err(|e| e.to_string())?;
         state
@@ -154,6 +152,29 @@ async fn check_ready(State(state): State<AppState>) -> Response {
             (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
         }
     }
+}
+
+/// A write that leaves no trace but still has to reach the disk: on
+/// SQLite a 64 KiB row added and removed (enough pages that a full disk
+/// refuses it, not a page the log could reuse); on PostgreSQL an update
+/// that changes no value.
+async fn probe_write(state: &AppState, tx: &mut crate::db::WriteTx) -> sqlx::Result<()> {
+    if state.db.backend() == crate::db::Backend::Postgres {
+        sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    }
+    let key = format!("readyz:{}", "0".repeat(64 * 1024));
+    sqlx::query("INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, 0, 0)")
+        .bind(&key)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("DELETE FROM rate_limits WHERE key = $1")
+        .bind(&key)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// `GET /metrics`: for an API token of an admin.
@@ -182,7 +203,16 @@ async fn read_metrics(State(state): State<AppState>, principal: Principal) -> Ap
     )
     .fetch_one(&mut *conn)
     .await?;
+    let given_up: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_outbox WHERE failed_at IS NOT NULL")
+            .fetch_one(&mut *conn)
+            .await?;
     drop(conn);
+    let pending: i64 = widgets
+        .iter()
+        .filter(|(_, status, _)| status == "pending")
+        .map(|(_, _, n)| n)
+        .sum();
     let mut out = String::new();
     out.push_str(
         "# HELP widgetd_widgets Widgets by kind and status.\n# TYPE widgetd_widgets gauge\n",
@@ -207,16 +237,23 @@ async fn read_metrics(State(state): State<AppState>, principal: Principal) -> Ap
             outbox,
         ),
         (
+            "widgetd_widgets_pending",
+            "Widgets waiting for a person's answer.",
+            pending,
+        ),
+        (
+            "widgetd_webhooks_failed",
+            "Webhook notices given up after every attempt.",
+            given_up,
+        ),
+        (
             "widgetd_event_streams_open",
             "Event streams open now.",
             i64::try_from(OPEN_STREAMS.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
         ),
     ];
     for (name, help, value) in gauges {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-        );
+        gauge(&mut out, name, help, value);
     }
     state.metrics.render(&mut out);
     Ok((
@@ -227,11 +264,4 @@ async fn read_metrics(State(state): State<AppState>, principal: Principal) -> Ap
         out,
     )
         .into_response())
-}
-
-/// A label value as the text format needs it.
-fn label(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }

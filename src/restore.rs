@@ -41,6 +41,14 @@ pub async fn run(options: RestoreOptions<'_>) -> anyhow::Result<Report> {
         "there is no backup file at {}",
         backup.display()
     );
+    create_dir_private(dir)?;
+    let _lock = crate::startup::lock_data_dir(dir, true)?.with_context(|| {
+        format!(
+            "widgetd is running on {} (or a command is using it): stop it first, or restore \
+             into a new data dir and start widgetd there",
+            dir.display()
+        )
+    })?;
     let existing = existing_files(dir);
     if !existing.is_empty() && !force {
         bail!(
@@ -51,7 +59,6 @@ pub async fn run(options: RestoreOptions<'_>) -> anyhow::Result<Report> {
         );
     }
     let (master, source) = master_key(dir, key_file)?;
-    create_dir_private(dir)?;
     let staged = dir.join(format!("{DB_FILE}.restoring"));
     stage(backup, &staged)?;
     let label = backup.display().to_string();
@@ -185,4 +192,45 @@ fn place_key(dir: &Path, key: &MasterKey, from: &Path) -> anyhow::Result<()> {
     }
     key.write_new_file(&target)
         .with_context(|| format!("cannot copy {} into the data dir", from.display()))
+}
+
+/// The last audit row of the SQLite file at `path` (its id and hash in
+/// hex), read without writing to the file: what `widgetd backup` prints for
+/// the operator to note beside the backup (`docs/operations.md`, section 7).
+pub async fn audit_head(path: &Path) -> anyhow::Result<Option<(i64, String)>> {
+    use sqlx::{ConnectOptions, Connection};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .connect()
+        .await
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let last: Option<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut conn)
+            .await?;
+    conn.close().await?;
+    Ok(last.map(|(id, hash)| (id, hash.iter().map(|b| format!("{b:02x}")).collect())))
+}
+
+/// What `widgetd backup` says after the copy: the copy's audit head, and
+/// where the master key the copy needs is (never in it).
+pub async fn print_backup_notes(dir: &Path, target: &Path) -> anyhow::Result<()> {
+    match audit_head(target).await? {
+        Some((rows, head)) => println!(
+            "audit head of the backup: {rows} row(s), head {head} (note it with the backup)"
+        ),
+        None => println!("the backup has no audit rows yet"),
+    }
+    if std::env::var_os(MASTER_KEY_ENV).is_some() {
+        println!(
+            "the master key is not in it: keep the value of {MASTER_KEY_ENV} apart from the backups"
+        );
+    } else {
+        println!(
+            "the master key is not in it: back up {} apart from the backups",
+            dir.join(MASTER_KEY_FILE).display()
+        );
+    }
+    Ok(())
 }

@@ -20,6 +20,36 @@ pub struct DataDir {
     pub master_source: MasterKeySource,
     /// Whether this start created the data dir's database.
     pub created: bool,
+    /// Held (shared) while the data dir is open: `restore` takes it
+    /// exclusively, so it never replaces the database of a running daemon.
+    _lock: std::fs::File,
+}
+
+/// The lock file in every data dir (see [`lock_data_dir`]).
+pub const LOCK_FILE: &str = "widgetd.lock";
+
+/// Takes the data dir's lock: shared for a daemon or a command using it,
+/// exclusive for `restore`. `None` when the other kind is held.
+pub fn lock_data_dir(dir: &Path, exclusive: bool) -> anyhow::Result<Option<std::fs::File>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let kind = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    };
+    // SAFETY: flock on a file descriptor this function owns.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), kind | libc::LOCK_NB) } == 0;
+    Ok(locked.then_some(file))
 }
 
 /// Where the master key comes from: `WIDGETD_MASTER_KEY` if set, else the key
@@ -112,6 +142,12 @@ pub async fn open_data_dir(dir: &Path) -> anyhow::Result<DataDir> {
 /// database is written to.
 pub async fn open(dir: &Path, database: Option<&DatabaseUrl>) -> anyhow::Result<DataDir> {
     create_dir_private(dir)?;
+    let lock = lock_data_dir(dir, false)?.with_context(|| {
+        format!(
+            "`widgetd restore` is replacing the database in {}; start widgetd once it is done",
+            dir.display()
+        )
+    })?;
     let url = database
         .cloned()
         .unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
@@ -166,6 +202,7 @@ pub async fn open(dir: &Path, database: Option<&DatabaseUrl>) -> anyhow::Result<
         master,
         master_source,
         created: !db_exists,
+        _lock: lock,
     })
 }
 

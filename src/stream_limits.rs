@@ -1,4 +1,5 @@
-//! Caps on connections that stay open: event streams and long-polls.
+//! Caps on connections that stay open: event streams, long-polls and
+//! calls that wait for a person (`wait_seconds`, the hooks' `?wait=`).
 //!
 //! Each open one holds a [`StreamSlot`] for its caller (a user, whatever
 //! token or browser session they use, or an agent's session) and for the
@@ -9,7 +10,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::AppState;
+use crate::audit::ClientAddr;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
@@ -58,6 +67,97 @@ impl OpenStreams {
             counts: self.counts.clone(),
         })
     }
+
+    /// How many places `key` (a caller, or `addr:ADDRESS`) holds now.
+    pub fn held(&self, key: &str) -> usize {
+        let counts = self.counts.lock().expect("stream counts lock");
+        counts.get(key).copied().unwrap_or(0)
+    }
+}
+
+/// A bearer call still running after this long waits for something (a
+/// person's answer, a prompt): it takes a place in the caps and is
+/// re-authorized while it waits.
+const WAITING_AFTER: Duration = Duration::from_secs(1);
+/// How often a waiting call re-checks its token when nothing ended it.
+pub const RECHECK: Duration = Duration::from_secs(10);
+
+/// Holds every bearer-token call that waits to what an event stream is
+/// held to: it counts against the caps (from the start for a `?wait=N`
+/// long-poll, after [`WAITING_AFTER`] for a `wait_seconds` call), and its
+/// token is checked again every [`RECHECK`] and once more when the answer
+/// is ready. A token revoked meanwhile (its user disabled, its session
+/// archived) gets `401` instead of the answer; the answer's prompt then
+/// stays queued, as for a caller that went away.
+pub async fn hold_waits(
+    State(state): State<AppState>,
+    client: ClientAddr,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = bearer(&request) else {
+        return next.run(request).await;
+    };
+    let long_poll = request.uri().query().is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair.strip_prefix("wait=").is_some_and(|w| w != "0"))
+    });
+    let call = next.run(request);
+    tokio::pin!(call);
+    if !long_poll {
+        tokio::select! {
+            response = &mut call => return response,
+            () = tokio::time::sleep(WAITING_AFTER) => {}
+        }
+    }
+    let principal = match recheck(&state, &token).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    let slot = state
+        .open_streams
+        .open(caller_key(Some(&principal), None), client.0.as_deref());
+    let _slot = match slot {
+        Ok(slot) => slot,
+        Err(err) => return err.into_response(),
+    };
+    loop {
+        tokio::select! {
+            mut response = &mut call => {
+                response.extensions_mut().insert(Waited);
+                return match recheck(&state, &token).await {
+                    Ok(_) => response,
+                    Err(refused) => refused,
+                };
+            }
+            () = tokio::time::sleep(RECHECK) => {
+                if let Err(refused) = recheck(&state, &token).await {
+                    return refused;
+                }
+            }
+        }
+    }
+}
+
+/// Marks a response to a call that waited, for the metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct Waited;
+
+fn bearer(request: &Request) -> Option<secrecy::SecretString> {
+    let value = request.headers().get(AUTHORIZATION)?.to_str().ok()?;
+    let token = value.strip_prefix("Bearer ")?.trim();
+    Some(token.to_owned().into())
+}
+
+/// The token's principal now (a fresh auth epoch read, not what the call
+/// saw when it arrived), or the `401` to answer with.
+async fn recheck(state: &AppState, token: &secrecy::SecretString) -> Result<Principal, Response> {
+    use secrecy::ExposeSecret;
+    state
+        .auth_cache
+        .arrival(Principal::resolve(state, token.expose_secret()))
+        .await
+        .map_err(IntoResponse::into_response)
 }
 
 /// Whose cap a stream counts against: a user (any of their tokens and

@@ -121,7 +121,9 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     // follows it at once must shut down cleanly, not kill the process.
     let shutdown = shutdown_signal()?;
     let addr = listener.local_addr()?;
-    let public_url = args.public_url.unwrap_or_else(|| format!("http://{addr}"));
+    let public_url = args
+        .public_url
+        .unwrap_or_else(|| super::default_public_url(addr));
     let public_url = public_url.trim_end_matches('/').to_owned();
     println!(
         "widgetd {} listening on http://{addr}",
@@ -164,6 +166,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     };
     if first_start {
         println!("\nNext: mint an API token for your agent host and create a session:");
+        println!("    export WIDGETD_DATA_DIR={}", shown_dir.display());
         println!(
             "    export WIDGETD_TOKEN=$(widgetd token create --user admin --scope sessions,env:read)"
         );
@@ -177,6 +180,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     settings.prompt_tag = args.prompt_tag;
     settings.elicitation = args.elicitation;
     settings.webhooks_allow_private = args.webhooks_allow_private;
+    settings.trusted_proxies = args.trusted_proxies;
     settings.widget_ttl_ms =
         i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     settings
@@ -193,7 +197,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
         tokio::spawn(crate::webhooks::delivery::run(state.clone())),
     ];
     if args.demo {
-        jobs.push(start_demo(&state).await?);
+        jobs.push(start_demo(&state, &shown_dir).await?);
     }
     tracing::info!(%addr, "serving");
     let served = crate::serve(listener, state, shutdown).await;
@@ -208,7 +212,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
 
 /// Creates the demo user and session, says how to log in, and starts the
 /// demo agent.
-async fn start_demo(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+async fn start_demo(state: &AppState, dir: &Path) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let given = std::env::var("WIDGETD_ADMIN_PASSWORD").ok();
     let password = given
         .clone()
@@ -228,8 +232,10 @@ async fn start_demo(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<
             crate::demo::DEMO_USER
         ),
         (false, _) => println!(
-            "Log in as `{}` with the password shown at the first demo start.",
-            crate::demo::DEMO_USER
+            "Log in as `{user}` with the password shown at the first demo start (forgotten? \
+             `widgetd --data-dir {} user passwd {user}` prints a new one).",
+            dir.display(),
+            user = crate::demo::DEMO_USER
         ),
     }
     Ok(tokio::spawn(crate::demo::run(state.clone(), session)))
@@ -712,11 +718,7 @@ async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> an
         source.display(),
         target.display()
     );
-    println!(
-        "the master key is not in it: back up {} (or WIDGETD_MASTER_KEY) separately",
-        dir.join(crate::crypto::MASTER_KEY_FILE).display()
-    );
-    Ok(())
+    crate::restore::print_backup_notes(dir, target).await
 }
 
 /// `widgetd restore`: the embedded database only.

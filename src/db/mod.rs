@@ -14,6 +14,7 @@ pub mod copy;
 pub mod integrity;
 mod postgres;
 mod sqlite;
+pub mod stats;
 mod types;
 mod url;
 mod writer;

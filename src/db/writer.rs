@@ -151,7 +151,15 @@ impl WriteTx {
     pub async fn commit(self) -> sqlx::Result<()> {
         match self.0 {
             Inner::Member(member) => member.commit().await,
-            Inner::Postgres(tx) => tx.commit().await,
+            Inner::Postgres(tx) => {
+                let started = std::time::Instant::now();
+                let done = tx.commit().await;
+                match &done {
+                    Ok(()) => super::stats::WRITES.committed(1, started.elapsed()),
+                    Err(_) => super::stats::WRITES.failed(),
+                }
+                done
+            }
         }
     }
 
@@ -391,9 +399,14 @@ async fn commit_batch(state: &mut State) {
         .conn
         .take()
         .expect("an open batch holds the connection");
+    let started = std::time::Instant::now();
     let outcome = match sqlx::query("COMMIT").execute(&mut *conn).await {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            super::stats::WRITES.committed(batch.members, started.elapsed());
+            Ok(())
+        }
         Err(e) => {
+            super::stats::WRITES.failed();
             tracing::error!(error = %e, members = batch.members, "a group commit failed");
             // A failed COMMIT can leave the transaction open; after a full
             // or read-only disk, the next batch starts on a new connection.
@@ -409,6 +422,7 @@ async fn commit_batch(state: &mut State) {
 
 /// Rolls the whole batch back and reports `why` to every member.
 async fn abort_batch(state: &mut State, why: &sqlx::Error) {
+    super::stats::WRITES.failed();
     tracing::error!(error = %why, "a write batch was rolled back");
     state.in_savepoint = false;
     if let Some(mut conn) = state.conn.take()

@@ -40,16 +40,13 @@ struct WaitQuery {
 async fn list_prompts(
     State(state): State<AppState>,
     principal: Principal,
-    client: crate::audit::ClientAddr,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> AppResult<Json<Value>> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Host).await?;
+    // A waiting poll holds a place in the stream caps and is re-authorized
+    // while it waits: `stream_limits::hold_waits`, around every route.
     let wait: WaitQuery = parse_query(query.as_deref())?;
-    let caller = crate::stream_limits::caller_key(Some(&principal), None);
-    let _slot = (wait.wait > 0)
-        .then(|| state.open_streams.open(caller, client.0.as_deref()))
-        .transpose()?;
     let deadline = Instant::now() + Duration::from_secs(wait.wait.min(MAX_WAIT_SECS));
     // Subscribe before the first read, so a prompt queued in between wakes us.
     let mut listener = state.hub.subscribe(&session.id);

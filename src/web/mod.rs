@@ -28,7 +28,12 @@ pub fn router() -> Router<AppState> {
         .route("/logout", post(auth::logout))
         .route("/api/v1/me", get(auth::me))
         .route("/", get(pages::view_sessions_get))
-        .route("/sessions", post(pages::create_session_form))
+        // The sessions are listed at `/`; a typed or bookmarked `/sessions`
+        // goes there instead of getting a bare 405.
+        .route(
+            "/sessions",
+            get(|| async { axum::response::Redirect::to("/") }).post(pages::create_session_form),
+        )
         .route("/sessions/{id}", get(pages::view_transcript_get))
         .route(
             "/sessions/{id}/settings",

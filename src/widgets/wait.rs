@@ -39,7 +39,10 @@ pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> App
         let body = json!({
             "widget_id": view.widget_id,
             "status": "pending",
-            "message": format!("No answer within {wait} seconds. End your turn: the answer will arrive as a queued prompt."),
+            "message": format!(
+                "No answer within {wait} second{}. End your turn: the answer will arrive as a queued prompt.",
+                if wait == 1 { "" } else { "s" }
+            ),
         });
         return Ok(Waited {
             body,

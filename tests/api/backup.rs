@@ -140,6 +140,7 @@ async fn a_backup_under_load_restores_whole_into_a_fresh_data_dir() {
 async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
+    crate::helpers::new_data_dir(&dir);
     let added = crate::helpers::run_with_stdin(
         widgetd(&dir).args(["user", "add", "bob", "--password-stdin"]),
         crate::helpers::PASSWORD,

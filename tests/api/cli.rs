@@ -41,6 +41,7 @@ fn ok(command: &mut std::process::Command) -> String {
 
 /// A data dir with one global value set through the CLI.
 fn seeded(dir: &Path) {
+    crate::helpers::new_data_dir(dir);
     ok(widgetd(dir).args(["user", "add", "alice"]));
     let out = run_with_stdin(
         widgetd(dir).args(["env", "set", "API_KEY", "--user", "alice"]),
@@ -96,7 +97,7 @@ async fn a_wrong_or_malformed_master_key_refuses_to_start_and_changes_nothing() 
     let before = snapshot(&dir);
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
-        ["master.key", "widgetd.db"]
+        ["master.key", "widgetd.db", "widgetd.lock"]
     );
 
     let wrong = MasterKey::generate().to_base64();
@@ -398,40 +399,73 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Without `--data-dir`, keys and values go to the per-user data dir, not
-/// into whatever directory (a source checkout) widgetd was started from; a
-/// `widgetd-data` left there by an earlier version is still used.
+/// Without `--data-dir`, the per-user data dir is the default, not
+/// whatever directory (a source checkout) widgetd was started from; a
+/// `widgetd-data` left there by an earlier version is still used. Only
+/// `serve` creates one: any other command refuses a data dir without a
+/// database, naming the flag and the variable, and creates nothing.
 #[test]
-fn the_default_data_dir_is_per_user_unless_an_old_one_is_here() {
+fn only_serve_creates_a_data_dir_and_the_default_is_per_user() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let run = || {
+    let run = |args: &[&str]| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_widgetd"));
         command
-            .args(["user", "list", "--json"])
+            .args(args)
             .current_dir(cwd.path())
             .env("HOME", home.path())
             .env_remove("XDG_DATA_HOME")
             .env_remove("WIDGETD_DATA_DIR")
-            .env_remove("WIDGETD_MASTER_KEY");
-        ok(&mut command)
+            .env_remove("WIDGETD_DATABASE_URL")
+            .env_remove("WIDGETD_MASTER_KEY")
+            .stdin(std::process::Stdio::null());
+        command.output().unwrap()
     };
-    run();
-    assert!(
-        home.path()
-            .join(".local/share/widgetd/master.key")
-            .is_file()
-    );
+    let default = home.path().join(".local/share/widgetd");
+    for args in [
+        &["user", "list"][..],
+        &["user", "add", "alice"],
+        &["keys", "status"],
+        &["check"],
+        &["backup", "copy.db"],
+    ] {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?} ran without a data dir");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--data-dir") && err.contains("WIDGETD_DATA_DIR"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(&default.display().to_string()), "{err}");
+    }
+    assert!(!default.exists(), "a data dir was created");
     assert_eq!(
         std::fs::read_dir(cwd.path()).unwrap().count(),
         0,
         "nothing lands in the working directory"
     );
 
-    std::fs::create_dir(cwd.path().join("widgetd-data")).unwrap();
-    run();
+    crate::helpers::new_data_dir(&default);
+    ok(&mut {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_widgetd"));
+        c.args(["user", "list", "--json"])
+            .current_dir(cwd.path())
+            .env("HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("WIDGETD_DATA_DIR")
+            .env_remove("WIDGETD_DATABASE_URL")
+            .env_remove("WIDGETD_MASTER_KEY");
+        c
+    });
+    let legacy = cwd.path().join("widgetd-data");
+    crate::helpers::new_data_dir(&legacy);
+    let out = run(&["keys", "status", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut used = snapshot(&legacy);
+    used.remove("widgetd.db-wal");
+    used.remove("widgetd.db-shm");
     assert!(
-        cwd.path().join("widgetd-data/master.key").is_file(),
+        used.contains_key("widgetd.db"),
         "an existing ./widgetd-data is kept"
     );
 }
@@ -456,6 +490,11 @@ fn the_first_start_banner_agrees_with_the_readme() {
     );
     let data_line = banner.lines().find(|l| l.contains("data dir:")).unwrap();
     let canonical = std::fs::canonicalize(dir.path().join("data")).unwrap();
+    // Run as printed, the hints reach this data dir, not a new one.
+    assert!(
+        banner.contains(&format!("export WIDGETD_DATA_DIR={}", canonical.display())),
+        "{banner}"
+    );
     assert!(
         data_line.contains(&canonical.display().to_string()),
         "{data_line}"

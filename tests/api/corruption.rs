@@ -480,6 +480,7 @@ async fn a_write_ahead_log_cut_short_keeps_a_whole_prefix_and_says_so() {
     let dir = tmp.path().join("data");
     // The token first, so that the daemon's log starts empty and holds
     // only what it writes below.
+    crate::helpers::new_data_dir(&dir);
     let added = crate::helpers::run_with_stdin(
         widgetd(&dir).args(["user", "add", "bob", "--password-stdin"]),
         crate::helpers::PASSWORD,

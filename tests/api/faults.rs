@@ -162,9 +162,27 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers() {
         !names.contains(&format!("FULL_{stored}")),
         "the refused write left a row"
     );
+    // Readiness shows it, and stays not ready while the disk is full.
+    let ready = || async {
+        let r = api
+            .http
+            .get(format!("{}/readyz", api.url))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    };
+    let (status, body) = ready().await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body.contains("the last write did not reach the disk"),
+        "{body}"
+    );
 
-    // Space returns: the daemon writes again without a restart.
+    // Space returns: ready again, and the daemon writes without a restart.
     std::fs::remove_file(filler).unwrap();
+    let (status, body) = ready().await;
+    assert_eq!(status, StatusCode::OK, "{body} {}", log());
     let (status, body) = api
         .put_value("AFTER_FULL", "written once space returned")
         .await;

@@ -213,6 +213,26 @@ pub fn widgetd(data_dir: &Path) -> Command {
     command
 }
 
+/// A data dir as the first `widgetd serve` leaves it (database, key, first
+/// data key), for tests that go on with the CLI: no other command creates
+/// one.
+pub fn new_data_dir(dir: &Path) {
+    let dir = dir.to_owned();
+    let database = crate::backend::database_for(&dir).map(|u| DatabaseUrl::parse(&u).unwrap());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let data = startup::open(&dir, database.as_ref()).await.unwrap();
+            data.db.close().await;
+        });
+    })
+    .join()
+    .unwrap();
+}
+
 /// Runs the binary with `stdin` piped in; returns its output. Bounded by
 /// [`COMMAND_LIMIT`].
 pub fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {

@@ -256,7 +256,7 @@ async fn json_bodies_are_parsed_strictly() {
 #[tokio::test]
 async fn foreign_host_names_are_refused_on_every_route() {
     let app = spawn_app().await;
-    for path in ["/login", "/api/v1/me", "/healthz", "/static/app.css"] {
+    for path in ["/login", "/api/v1/me", "/metrics", "/static/app.css"] {
         let r = app
             .client
             .get(format!("{}{path}", app.url))

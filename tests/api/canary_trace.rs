@@ -1,0 +1,175 @@
+//! The real daemon at `RUST_LOG=trace`: values typed into an MCP form, by a
+//! 2026-07-28 client (answers in a retry) and by a 2025-11-25 client (an
+//! MCP session's `elicitation/create`), and a value submitted on the page,
+//! never reach a log line. Refusals are logged in one line with their code.
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::helpers::{Daemon, canary, client, login_at, stderr, widgetd};
+
+/// An MCP client that declares form elicitation and answers every form
+/// with `answer`.
+#[derive(Clone)]
+struct Typist {
+    answer: Value,
+}
+
+impl ClientHandler for Typist {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        ClientConfig::new(capabilities, Implementation::default())
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(self.answer.clone()))
+    }
+}
+
+/// Asks one question with an "Other" box over MCP; the client types `typed`
+/// into it. Returns the tool's result.
+async fn typed_into_a_form(url: &str, agent: &str, modern: bool, typed: &str) -> Value {
+    let typist = Typist {
+        answer: json!({ "other.0": typed }),
+    };
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"))
+        .auth_header(agent.to_owned());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        typist
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap()
+    } else {
+        typist.serve(transport).await.unwrap()
+    };
+    let arguments = json!({ "questions": [{
+        "question": "Which database?", "header": "DB",
+        "options": [{ "label": "SQLite" }, { "label": "Postgres" }],
+    }] });
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("ask_user")
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let _ = client.cancel().await;
+    result.structured_content.unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn trace_logs_never_carry_a_value_over_either_mcp_generation() {
+    let tmp = crate::helpers::test_dir();
+    let data = tmp.path().join("data");
+    let daemon = Daemon::start_with(&data, tmp.path(), "trace", &["--elicitation", "both"]);
+    let url = daemon.url.clone();
+    let minted = widgetd(&data)
+        .args([
+            "token", "create", "--user", "admin", "--scope", "sessions", "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(minted.status.success(), "{}", stderr(&minted));
+    let host: Value = serde_json::from_slice(&minted.stdout).unwrap();
+    let host = host["token"].as_str().unwrap().to_owned();
+    let http = client();
+    // A session whose host opted in to form mode for questions.
+    let created: Value = http
+        .post(format!("{url}/api/v1/sessions"))
+        .bearer_auth(&host)
+        .json(&json!({ "title": "trace", "elicitation": "form" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let agent = created["agent_token"].as_str().unwrap().to_owned();
+    let session = created["session_id"].as_str().unwrap().to_owned();
+
+    let mut secrets = Vec::new();
+    for modern in [true, false] {
+        let typed = canary(if modern { "trace-2026" } else { "trace-2025" });
+        let body = typed_into_a_form(&url, &agent, modern, &typed).await;
+        assert_eq!(body["status"], "submitted", "modern: {modern}: {body}");
+        secrets.push(typed);
+    }
+
+    // A value typed on the page.
+    let value = canary("trace-page");
+    let r = http
+        .post(format!("{url}/api/v1/sessions/{session}/widgets/env-vars"))
+        .bearer_auth(&agent)
+        .json(&json!({ "names": ["TRACE_KEY"], "reason": "to test the logs" }))
+        .send()
+        .await
+        .unwrap();
+    let widget = r.json::<Value>().await.unwrap()["widget_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let browser = login_at(&http, &url, "admin").await;
+    let r = http
+        .post(format!("{url}/widgets/{widget}/submit"))
+        .header("cookie", &browser.cookie)
+        .header("origin", &url)
+        .form(&[
+            ("csrf_token", browser.csrf.as_str()),
+            ("value.TRACE_KEY", value.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+    secrets.push(value);
+
+    // A refusal: logged once, with its code.
+    let r = http
+        .get(format!("{url}/api/v1/widgets/{widget}"))
+        .bearer_auth("wda_not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
+
+    let (out_log, err_log) = (daemon.out_log.clone(), daemon.err_log.clone());
+    daemon.stop();
+    let logs =
+        std::fs::read_to_string(&out_log).unwrap() + &std::fs::read_to_string(&err_log).unwrap();
+    assert!(logs.contains("TRACE"), "the daemon did not log at trace");
+    for secret in &secrets {
+        assert!(
+            !logs.contains(secret.as_str()),
+            "a log line carries a value"
+        );
+    }
+    assert!(
+        !logs.contains("InitializeRequestParams"),
+        "rmcp logged a client's initialize"
+    );
+    let refused = logs
+        .lines()
+        .find(|l| l.contains("request refused") && l.contains("invalid_token"))
+        .expect("the refusal is logged with its code");
+    assert!(refused.contains("WARN"), "{refused}");
+    assert!(refused.contains("/api/v1/widgets/{id}"), "{refused}");
+    assert!(!refused.contains(&widget), "{refused}");
+}

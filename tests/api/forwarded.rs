@@ -1,0 +1,96 @@
+//! `serve --trusted-proxies`: behind a listed proxy each person has their
+//! own login rate-limit bucket and audit address (from `X-Forwarded-For`
+//! or `Forwarded`); from anywhere else those headers change nothing.
+
+use reqwest::StatusCode;
+use widgetd::auth::Role;
+use widgetd::forwarded::IpRange;
+
+use crate::helpers::{PASSWORD, TestApp, spawn_app, spawn_app_with};
+
+async fn login(app: &TestApp, forwarded: (&str, &str), name: &str, password: &str) -> StatusCode {
+    app.client
+        .post(format!("{}/login", app.url))
+        .header("origin", &app.url)
+        .header(forwarded.0, forwarded.1)
+        .form(&[("username", name), ("password", password)])
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+async fn failure_addresses(app: &TestApp) -> Vec<Option<String>> {
+    let mut conn = app.state.db.read.acquire().await.unwrap();
+    sqlx::query_scalar("SELECT client_addr FROM audit_log WHERE action = 'login.failure'")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+}
+
+/// 20 failed logins under made-up names use up one address's bucket.
+async fn exhaust(app: &TestApp, forwarded: impl Fn(usize) -> (&'static str, String)) {
+    for n in 0..widgetd::limits::PER_ADDRESS.burst as usize {
+        let (header, value) = forwarded(n);
+        let status = login(
+            app,
+            (header, &value),
+            &format!("nobody{n}"),
+            "wrong password",
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {n}");
+    }
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_person_has_their_own_bucket_and_address() {
+    let app = spawn_app_with(|s| {
+        s.trusted_proxies = vec![IpRange::parse("127.0.0.0/8").unwrap()];
+    })
+    .await;
+    app.user("bob", Role::Member).await;
+    exhaust(&app, |_| ("x-forwarded-for", "198.51.100.1".to_owned())).await;
+    let status = login(&app, ("x-forwarded-for", "198.51.100.1"), "nobody", "wrong").await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "that address is limited"
+    );
+    let bob = login(
+        &app,
+        ("forwarded", "for=198.51.100.2;proto=https"),
+        "bob",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(
+        bob,
+        StatusCode::SEE_OTHER,
+        "bob, from another address, logs in"
+    );
+    let addresses = failure_addresses(&app).await;
+    assert_eq!(addresses.len(), 20);
+    assert!(
+        addresses
+            .iter()
+            .all(|a| a.as_deref() == Some("198.51.100.1")),
+        "{addresses:?}"
+    );
+}
+
+#[tokio::test]
+async fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
+    let app = spawn_app().await;
+    app.user("bob", Role::Member).await;
+    // Each attempt claims another address: the daemon trusts no proxy, so
+    // all of them count against the one real address.
+    exhaust(&app, |n| ("x-forwarded-for", format!("198.51.100.{n}"))).await;
+    let bob = login(&app, ("x-forwarded-for", "192.0.2.77"), "bob", PASSWORD).await;
+    assert_eq!(bob, StatusCode::TOO_MANY_REQUESTS);
+    let addresses = failure_addresses(&app).await;
+    assert!(
+        addresses.iter().all(|a| a.as_deref() == Some("127.0.0.1")),
+        "{addresses:?}"
+    );
+}
