@@ -11,6 +11,7 @@
 mod elicit;
 mod inflight;
 mod modes;
+mod offers;
 mod scrub;
 mod sessions;
 mod tools;

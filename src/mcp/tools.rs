@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::inflight::CallKey;
+use super::offers::Offers;
 use super::{AgentSession, Elicitation, elicit};
 use crate::AppState;
 use crate::access::{self, Caller, Need};
@@ -27,14 +28,16 @@ use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
 use crate::sessions;
 use crate::widgets::{
-    self, AnswerBody, Approval, Ask, AskUser, Cause, Clarification, Created, EnvVars, Request,
-    WidgetId, WidgetStatus, WidgetView,
+    self, AnswerBody, Answerer, Approval, Ask, AskUser, Cause, Clarification, Created, EnvVars,
+    Request, WidgetId, WidgetStatus, WidgetView,
 };
 
 /// The MCP server: one per request (stateless), sharing the app state.
 #[derive(Clone)]
 pub(super) struct AgentTools {
     state: AppState,
+    /// What this daemon's 2026-07-28 calls offered (see [`super::offers`]).
+    offers: Offers,
 }
 
 /// The arguments of `get_widget_status`.
@@ -47,7 +50,10 @@ struct WidgetStatusInput {
 
 impl AgentTools {
     pub(super) fn new(state: AppState) -> Self {
-        Self { state }
+        Self {
+            state,
+            offers: Offers::default(),
+        }
     }
 
     /// Every widget tool: the arguments parsed and validated as the REST
@@ -90,7 +96,10 @@ impl AgentTools {
                 elicit::INPUT_KEY.to_owned(),
                 InputRequest::Elicitation(ElicitRequest::new(request)),
             );
-            let handle = created.widget_id.as_str().to_owned();
+            // Not the widget's id: a state only this call's retry can show.
+            let handle = self
+                .offers
+                .offer(&agent.session_id, R::NAME, &created.widget_id);
             return Ok(Reply::Input(InputRequiredResult::new(
                 Some(requests),
                 Some(handle),
@@ -146,8 +155,10 @@ impl AgentTools {
         })
     }
 
-    /// A retry (2026-07-28): the client showed the elicitation and sends
-    /// what came of it, naming the widget in `requestState`.
+    /// A retry (2026-07-28): the client showed the elicitation this call
+    /// offered and sends what came of it, with the `requestState` it got.
+    /// Any other state (a widget id, another call's, one already used or
+    /// lapsed) is refused with one fixed message, whatever it names.
     async fn resume<R: Request>(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -156,23 +167,16 @@ impl AgentTools {
         wait: u64,
     ) -> AppResult<Value> {
         let agent = caller(ctx)?;
-        let unknown = || AppError::BadRequest {
-            code: "invalid_request_state",
-            message: "`requestState` names no widget of this call in this session; call the \
-                      tool again without it"
-                .into(),
-        };
-        let id = WidgetId::parse(handle).ok_or_else(unknown)?;
-        let row = match widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await {
-            Ok(row) => row,
-            Err(AppError::NotFound(_)) => return Err(unknown()),
-            Err(err) => return Err(err),
-        };
-        if row.session_id != agent.session_id
-            || !<R::Kind as widgets::Kind>::NAMES.contains(&row.kind.as_str())
-        {
-            return Err(unknown());
-        }
+        let id = self
+            .offers
+            .take(&agent.session_id, R::NAME, handle)
+            .ok_or_else(|| AppError::BadRequest {
+                code: "invalid_request_state",
+                message: "`requestState` is not one this server offered to this call; call \
+                          the tool again without it"
+                    .into(),
+            })?;
+        let row = widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await?;
         let response = responses
             .as_ref()
             .and_then(|r| r.get(elicit::INPUT_KEY))
@@ -181,9 +185,11 @@ impl AgentTools {
     }
 
     /// What came of an elicitation, in either generation. An accepted
-    /// form is the answer, recorded as if the session's creator had given
-    /// it in the transcript (same checks, audit row and prompt); a
-    /// transcript answer that came first wins and this call gets the
+    /// form is the answer of the agent's MCP client, never of the person:
+    /// it is recorded as such (`answered_by: "mcp-client"`, audit actor
+    /// `mcp-client:SESSION`), only for a question kind, only where the
+    /// session opted in to form mode, and checked as a transcript answer
+    /// is; a transcript answer that came first wins and this call gets the
     /// terminal state. Anything else (declined, cancelled, refused, a URL
     /// opened, no response) leaves the widget as it is, answered in the
     /// transcript or the page, and the call returns its state as a first
@@ -205,21 +211,20 @@ impl AgentTools {
             ..
         }) = response
             && row.status == WidgetStatus::Pending
-            && row.kind != EnvVars::NAME
+            && elicit::has_form(&row.kind)
             && self.modes(ctx).await?.form()
             && let Some(body) = elicit::answer_body(&row, &content)
         {
-            let creator =
-                sessions::get_session(&mut *self.state.db.read.acquire().await?, &agent.session_id)
-                    .await?
-                    .creator_id;
             let bytes = serde_json::to_vec(&body).map_err(anyhow::Error::from)?;
             let answer = AnswerBody::Json(bytes.into());
-            match widgets::submit(&self.state, &row, &creator, answer, &agent.client).await {
+            let by = Answerer::AgentClient(&agent.session_id);
+            match widgets::submit(&self.state, &row, by, answer, &agent.client).await {
                 // Answered here, or in the transcript first: either way the
                 // widget ended, and its state is what this call returns.
                 Ok(_) | Err(AppError::WidgetNotPending(_)) => ended = true,
-                Err(err @ AppError::Invalid { .. }) => refused = Some(err),
+                Err(err @ (AppError::Invalid { .. } | AppError::BadRequest { .. })) => {
+                    refused = Some(err)
+                }
                 Err(err) => return Err(err),
             }
         }
@@ -620,7 +625,7 @@ fn gone() -> AppError {
 
 /// What a retry of a widget tool brings back (2026-07-28).
 struct Retry {
-    /// The `requestState` echoed: the widget's id.
+    /// The `requestState` echoed (see `super::offers`).
     state: Option<String>,
     /// The client's responses to the elicitation, keyed as asked.
     responses: Option<InputResponses>,
