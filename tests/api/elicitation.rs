@@ -1134,6 +1134,30 @@ async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent()
     );
 }
 
+/// 100 `initialize`s at once from one agent session leave at most 8 of its
+/// MCP sessions usable (the count and the insert are one step). The
+/// requests are served on several threads at once, for several rounds,
+/// since the race it guards against was lost only now and then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_initializes_never_exceed_the_cap() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    for round in 0..10 {
+        let (_, agent) = app.session(&alice.host).await;
+        let opened = futures_util::future::join_all(
+            (0..100).map(|_| raw_initialize(&app, &agent, json!({ "elicitation": {} }))),
+        )
+        .await;
+        let mut usable = 0;
+        for id in opened.into_iter().map(Option::unwrap) {
+            if in_mcp_session(&app, &agent, &id).await == StatusCode::ACCEPTED {
+                usable += 1;
+            }
+        }
+        assert_eq!(usable, 8, "round {round}");
+    }
+}
+
 /// A 2025-11-25 client that gives up on a call while its form is shown:
 /// the form is withdrawn, the question stays open in the transcript.
 #[tokio::test]
