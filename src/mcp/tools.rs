@@ -443,7 +443,9 @@ impl AgentTools {
     /// transcript. Each question has a short header chip, 2 to 4 options
     /// (label, description, optional markdown preview) and may allow several
     /// choices; the user can always type an "Other" answer instead. Answers
-    /// come back keyed by question text (several choices comma-joined).
+    /// come back as an object keyed by question text: a string for a
+    /// one-choice question, an array of strings for a `multi_select` one
+    /// (the choices, then any typed answer).
     /// By default this returns `{widget_id, status: "pending"}` at once,
     /// whether or not anyone has the transcript open (the form waits there
     /// until the person comes back): END YOUR TURN and the answers arrive as
@@ -464,9 +466,9 @@ impl AgentTools {
     }
 
     /// Ask the user one simple question: `confirm` (Yes / No by default),
-    /// `buttons`, `select`, `radio` or `checkbox` (several choices,
-    /// comma-joined), with an optional preselected `default`. Returns and
-    /// waits exactly like `ask_user`.
+    /// `buttons`, `select`, `radio` or `checkbox` (several choices: its
+    /// answer is an array of strings), with an optional preselected
+    /// `default`. Returns and waits exactly like `ask_user`.
     #[tool(input_schema = input_schema::<Ask>())]
     async fn ask(
         &self,
@@ -568,7 +570,48 @@ impl AgentTools {
         secure form, and they are injected into your environment on your next turn without \
         ever passing through the conversation. Never ask for secret values in chat."
 )]
-impl ServerHandler for AgentTools {}
+impl ServerHandler for AgentTools {
+    /// A call of a tool that does not exist is the protocol error the MCP
+    /// specification (2025-11-25, "Tools", "Error Handling") shows:
+    /// `-32602` naming the unknown tool.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let router = Self::tool_router();
+        if router.get(&request.name).is_none() {
+            return Err(rmcp::ErrorData::invalid_params(
+                unknown_tool(&request.name),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        router.call(call).await
+    }
+}
+
+/// The message of a call of an unknown tool: `Unknown tool: NAME` when the
+/// name is a plain identifier (letters, digits, `_`, `-`, at most 64), else
+/// `Unknown tool`; nothing else the client sent is repeated.
+pub(super) fn unknown_tool(name: &str) -> String {
+    match plain_identifier(name) {
+        true => format!("{UNKNOWN_TOOL}: {name}"),
+        false => UNKNOWN_TOOL.to_owned(),
+    }
+}
+
+/// The start of [`unknown_tool`]'s message.
+pub(super) const UNKNOWN_TOOL: &str = "Unknown tool";
+
+/// Letters, digits, `_` and `-`, starting with a letter or `_`, 1 to 64.
+pub(super) fn plain_identifier(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
 
 /// Who is calling, as the `/mcp` middleware authenticated them; never taken
 /// from tool arguments.
@@ -588,10 +631,10 @@ fn input_schema<R: Request>() -> std::sync::Arc<JsonObject> {
     schema::<R::Input>()
 }
 
-/// The JSON schema of a tool's arguments, as `tools/list` shows it.
+/// The JSON schema of a tool's arguments, as `tools/list` shows it (see
+/// `super::schema`: portable, never nullable).
 fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_input::<T>()
-        .unwrap_or_else(|e| panic!("the schema of {}: {e}", std::any::type_name::<T>()))
+    super::schema::input_schema::<T>()
 }
 
 /// A tool's arguments, parsed as a REST body is: a refusal is the
