@@ -8,6 +8,7 @@
 //! that needs an MCP session: one whose `initialize` (protocols before
 //! 2026-07-28) declares elicitation (see [`sessions`]).
 
+mod answers;
 mod elicit;
 mod inflight;
 mod modes;
