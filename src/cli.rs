@@ -276,9 +276,11 @@ pub struct ServeArgs {
     pub mcp_allowed_hosts: Vec<String>,
     /// Which MCP elicitation modes /mcp may use with a client that declares
     /// them: `url` (request_env_vars sends the person to the widget's own
-    /// page), `form` (questions answered in the client), `both` or `off`
-    /// (every answer in the transcript). A session can narrow this further.
-    #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "both")]
+    /// page; the default), `form` (questions answered in the agent's MCP
+    /// client, which holds the agent token: only in sessions created with
+    /// `"elicitation": "form"` or `"both"`), `both` or `off` (every answer
+    /// in the transcript). Approvals are never answered in a form.
+    #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "url")]
     pub elicitation: crate::mcp::Elicitation,
     /// Let webhooks go to loopback, private, link-local and other
     /// non-public addresses (refused by default: a member could otherwise

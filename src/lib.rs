@@ -101,7 +101,7 @@ impl Settings {
             widget_ttl_ms: 7 * 24 * 3600 * 1000,
             mcp_allowed_hosts: hosts,
             webhook_retry_base_ms: 5000,
-            elicitation: mcp::Elicitation::Both,
+            elicitation: mcp::Elicitation::Url,
             webhooks_allow_private: false,
             trusted_proxies: Vec::new(),
         }

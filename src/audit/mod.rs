@@ -21,6 +21,9 @@ use crate::ids::{SessionId, UserId};
 pub enum Actor {
     User(UserId),
     Agent(SessionId),
+    /// The agent's MCP client answering a question in form mode
+    /// (`mcp-client:SESSION`): the agent's side, never a person.
+    McpClient(SessionId),
     /// widgetd itself: expiry, start-up.
     System,
     /// Someone at the command line of the machine (`widgetd user`, `keys`, …).
@@ -32,6 +35,7 @@ impl fmt::Display for Actor {
         match self {
             Self::User(id) => write!(f, "user:{id}"),
             Self::Agent(session) => write!(f, "agent:{session}"),
+            Self::McpClient(session) => write!(f, "mcp-client:{session}"),
             Self::System => f.write_str("system"),
             Self::Operator => f.write_str("cli"),
         }

@@ -1,7 +1,7 @@
 //! What `/mcp` asks an agent's MCP client to show the person: one
 //! elicitation per widget, delivered as a 2026-07-28 `input_required`
 //! result (the client retries the call with the person's response and the
-//! echoed `requestState`, the widget's id) or as a 2025-11-25
+//! echoed `requestState`, see `super::offers`) or as a 2025-11-25
 //! `elicitation/create` request over the client's MCP session (see
 //! `super::tools`). The widget itself is durable and stays in the
 //! transcript either way.
@@ -9,47 +9,76 @@
 //! - URL mode, for `request_env_vars` only: the client opens the widget's
 //!   own page (`GET /widgets/{id}`), where the person logs in and types the
 //!   values; the client never sees them.
-//! - Form mode, for questions (`ask`, `ask_user`, `request_approval`, the
-//!   `choice`, `curation` and `mapping` clarifications): the question in
-//!   the spec's restricted schema (flat objects of string enums, titled
-//!   enums, arrays of them, and strings). An accepted form becomes
-//!   the JSON answer of `POST /widgets/{id}/submit`, with the form's field
-//!   names as property names, so it is checked and recorded exactly as an
-//!   answer given in the transcript. Never for env vars.
+//! - Form mode, for questions only (`ask`, `ask_user`, the `choice`,
+//!   `curation` and `mapping` clarifications), where the session opted in:
+//!   the question in the spec's restricted schema (flat objects of string
+//!   enums, titled enums, arrays of them, and strings). An accepted form
+//!   becomes the JSON answer of `POST /widgets/{id}/submit`, with the
+//!   form's field names as property names, so it is checked as an answer
+//!   given in the transcript, and recorded as the agent's MCP client's
+//!   (it holds the agent token: it cannot be told from the agent). Never
+//!   for env vars, never for approvals: nothing on the agent's side
+//!   decides what the agent may run.
+//!
+//! The agent's text in a message or a title is shown as the transcript
+//! shows it (`visible_controls`: bidi and zero-width characters as
+//! `⟨U+202E⟩`), whole, and quoted where it follows widgetd's own words, so
+//! it cannot pass for them. An option label (an enum value, sent back as
+//! the answer) that holds such a character gets no form: the question is
+//! answered in the transcript.
 
 use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
 use serde_json::{Value, json};
 
 use crate::widgets::WidgetRow;
-use crate::widgets::approval::ApprovalParams;
 use crate::widgets::ask::AskParams;
 use crate::widgets::clarification::ClarificationParams;
 use crate::widgets::env_vars::EnvVarsParams;
+use crate::widgets::kind::AGENT_CLIENT_KINDS;
+use crate::widgets::typed::visible_controls;
 
 /// The key of the one input request of an `input_required` result.
 pub(super) const INPUT_KEY: &str = "person";
-
-/// The decisions an approval's form offers.
-const FORM_DECISIONS: [&str; 2] = ["deny", "once"];
 
 /// Most items a curation, and left items a mapping, may have to be asked in
 /// a client's form; larger ones are answered in the transcript.
 const MAX_FORM_ITEMS: usize = 50;
 
-/// Most characters of a tool input shown in an approval's message.
-const MAX_INPUT_SHOWN: usize = 2000;
+/// Whether widgets of `kind` may be asked in a client's form at all.
+pub(super) fn has_form(kind: &str) -> bool {
+    AGENT_CLIENT_KINDS.contains(&kind)
+}
+
+/// The agent's text as a client shows it: whole, hidden characters made
+/// visible, on one line (a line break shown as `⏎`), so that it cannot
+/// draw a line of its own.
+fn shown(text: &str) -> String {
+    visible_controls(text)
+        .replace('\n', " ⏎ ")
+        .replace('\t', " ")
+}
+
+/// The agent's text quoted after widgetd's own words.
+fn quoted(text: &str) -> String {
+    Value::from(shown(text)).to_string()
+}
+
+/// Whether `label` can be sent as an enum value the person sees as is.
+fn plain_label(label: &str) -> bool {
+    visible_controls(label) == label && !label.contains(['\n', '\t'])
+}
 
 /// The URL-mode request of an `env_vars` widget: its own page.
 pub(super) fn url_request(public_url: &str, row: &WidgetRow) -> Option<ElicitRequestParams> {
     let params: EnvVarsParams = serde_json::from_str(&row.params).ok()?;
     let names: Vec<&str> = params.names.iter().map(|n| n.as_str()).collect();
     let message = format!(
-        "The agent needs {} ({}). Open widgetd's page to enter the value{}: it goes \
-         straight to widgetd's encrypted store and never passes through this client or the \
-         conversation.",
+        "The agent needs {}. Open widgetd's page to enter the value{}: it goes straight to \
+         widgetd's encrypted store and never passes through this client or the conversation. \
+         The agent's reason: {}",
         names.join(", "),
-        params.reason,
         if names.len() == 1 { "" } else { "s" },
+        quoted(&params.reason),
     );
     Some(ElicitRequestParams::UrlElicitationParams {
         meta: None,
@@ -63,8 +92,7 @@ pub(super) fn url_request(public_url: &str, row: &WidgetRow) -> Option<ElicitReq
 /// for anything the restricted schema cannot carry.
 pub(super) fn form_request(row: &WidgetRow) -> Option<ElicitRequestParams> {
     let (message, schema) = match row.kind.as_str() {
-        "ask" | "ask_user" => questions(&serde_json::from_str(&row.params).ok()?),
-        "approval" => approval(&serde_json::from_str(&row.params).ok()?),
+        "ask" | "ask_user" => questions(&serde_json::from_str(&row.params).ok()?)?,
         "clarification" => clarification(&serde_json::from_str(&row.params).ok()?)?,
         _ => return None,
     };
@@ -98,20 +126,6 @@ pub(super) fn answer_body(row: &WidgetRow, content: &Value) -> Option<Value> {
                 .collect();
             Some(Value::Object(fields))
         }
-        "approval" => {
-            // A standing "Always" rule is only ever made in widgetd's own
-            // pages, where the person is logged in: the client may allow
-            // one run, or deny.
-            let decision = content.get("decision")?.as_str()?;
-            if !FORM_DECISIONS.contains(&decision) {
-                return None;
-            }
-            let mut body = json!({ "decision": decision });
-            if let Some(reason) = content.get("reason").and_then(Value::as_str) {
-                body["reason"] = json!(reason);
-            }
-            Some(body)
-        }
         "clarification" => {
             let params: ClarificationParams = serde_json::from_str(&row.params).ok()?;
             let freeform = content
@@ -135,14 +149,17 @@ fn object(value: Value) -> JsonObject {
 /// `ask` and `ask_user`: one enum (an array of enums when several may be
 /// picked) per question, `answer.{i}`, and a string `other.{i}` where a
 /// typed answer is offered.
-fn questions(params: &AskParams) -> (String, JsonObject) {
+fn questions(params: &AskParams) -> Option<(String, JsonObject)> {
     let mut properties = serde_json::Map::new();
     let mut required = Vec::new();
     for (i, q) in params.questions.iter().enumerate() {
         let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
+        if !labels.iter().all(|l| plain_label(l)) {
+            return None;
+        }
         let title = match q.header.trim() {
-            "" => q.question.clone(),
-            header => format!("{header}: {}", q.question),
+            "" => shown(&q.question),
+            header => format!("{}: {}", shown(header), shown(&q.question)),
         };
         let mut answer = if q.multi_select {
             json!({ "type": "array", "title": title, "items": { "type": "string", "enum": labels } })
@@ -170,48 +187,11 @@ fn questions(params: &AskParams) -> (String, JsonObject) {
         }
     }
     let message = match params.questions.as_slice() {
-        [one] => one.question.clone(),
+        [one] => shown(&one.question),
         many => format!("The agent asks you {} questions.", many.len()),
     };
     let schema = json!({ "type": "object", "properties": properties, "required": required });
-    (message, object(schema))
-}
-
-/// `request_approval`: the decision as a titled enum (deny or allow once;
-/// "Always allow" only in widgetd's pages) and the optional reason of a
-/// denial.
-fn approval(params: &ApprovalParams) -> (String, JsonObject) {
-    let mut input = serde_json::to_string(&params.input).unwrap_or_default();
-    if input.chars().count() > MAX_INPUT_SHOWN {
-        input = input.chars().take(MAX_INPUT_SHOWN).collect::<String>() + "…";
-    }
-    let mut message = format!(
-        "The agent wants to run {} with this input: {input}",
-        params.tool
-    );
-    if let Some(reason) = &params.reason {
-        message.push_str(&format!("\nWhy: {reason}"));
-    }
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Your decision",
-                "oneOf": [
-                    { "const": "deny", "title": "Deny" },
-                    { "const": "once", "title": "Allow once" },
-                ],
-            },
-            "reason": {
-                "type": "string",
-                "title": "Reason, if you deny (sent to the agent)",
-                "maxLength": 500,
-            },
-        },
-        "required": ["decision"],
-    });
-    (message, object(schema))
+    Some((message, object(schema)))
 }
 
 /// The clarifications a form can carry: `choice` (the options as an enum,
@@ -231,6 +211,9 @@ fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
                 .iter()
                 .filter_map(|o| o["label"].as_str())
                 .collect();
+            if !labels.iter().all(|l| plain_label(l)) {
+                return None;
+            }
             let selected = if widget["multi_select"] == true {
                 json!({ "type": "array", "title": "Pick any that fit", "items": { "type": "string", "enum": labels } })
             } else {
@@ -266,7 +249,7 @@ fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
             for (i, item) in left.iter().enumerate() {
                 properties.insert(
                     format!("map.{i}"),
-                    json!({ "type": "string", "title": item["label"].as_str()?, "oneOf": right }),
+                    json!({ "type": "string", "title": shown(item["label"].as_str()?), "oneOf": right }),
                 );
             }
         }
@@ -281,14 +264,14 @@ fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
         }),
     );
     let schema = json!({ "type": "object", "properties": properties });
-    Some((params.question.clone(), object(schema)))
+    Some((shown(&params.question), object(schema)))
 }
 
 /// Items (`{id, label}`) as titled options: `{const: id, title: label}`.
 fn titled(items: &[Value]) -> Option<Vec<Value>> {
     items
         .iter()
-        .map(|i| Some(json!({ "const": i["id"].as_str()?, "title": i["label"].as_str()? })))
+        .map(|i| Some(json!({ "const": i["id"].as_str()?, "title": shown(i["label"].as_str()?) })))
         .collect()
 }
 

@@ -8,9 +8,12 @@
 //! that needs an MCP session: one whose `initialize` (protocols before
 //! 2026-07-28) declares elicitation (see [`sessions`]).
 
+mod answers;
 mod elicit;
 mod inflight;
 mod modes;
+mod offers;
+mod schema;
 mod scrub;
 mod sessions;
 mod tools;
@@ -226,10 +229,42 @@ fn finish_when_sent(
 /// one, so a site the user happens to visit cannot drive the agent's tools.
 fn check_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()> {
     match headers.get(ORIGIN) {
-        Some(origin) if origin.as_bytes() != state.settings.public_origin().as_bytes() => Err(
+        Some(origin) if !same_daemon(origin.as_bytes(), state.settings.public_origin()) => Err(
             AppError::Forbidden("requests to /mcp from another origin are refused".into()),
         ),
         _ => Ok(()),
+    }
+}
+
+/// Whether `origin` is this daemon's public origin. A daemon reached at a
+/// loopback address is the same whichever loopback name the page used
+/// (`localhost`, `127.0.0.1`, `[::1]`), as rmcp's `Host` check treats
+/// them, provided the scheme and port are its own.
+fn same_daemon(origin: &[u8], public: &str) -> bool {
+    if origin == public.as_bytes() {
+        return true;
+    }
+    let loopback = |url: &url::Url| match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    let parse = |text: &str| url::Url::parse(text).ok();
+    match (
+        std::str::from_utf8(origin).ok().and_then(parse),
+        parse(public),
+    ) {
+        (Some(origin), Some(public)) => {
+            loopback(&origin)
+                && loopback(&public)
+                && origin.scheme() == public.scheme()
+                && origin.port_or_known_default() == public.port_or_known_default()
+                && origin.path() == "/"
+                && origin.query().is_none()
+                && origin.username().is_empty()
+        }
+        _ => false,
     }
 }
 
@@ -270,5 +305,36 @@ async fn agent_session(state: &AppState, headers: &HeaderMap) -> AppResult<Sessi
             Err(invalid())
         }
         Err(other) => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_daemon;
+
+    #[test]
+    fn every_loopback_name_of_a_loopback_daemon_is_its_origin() {
+        let public = "http://127.0.0.1:7700";
+        for origin in [
+            "http://127.0.0.1:7700",
+            "http://localhost:7700",
+            "http://LOCALHOST:7700",
+            "http://[::1]:7700",
+        ] {
+            assert!(same_daemon(origin.as_bytes(), public), "{origin}");
+        }
+        for origin in [
+            "http://localhost:7701",
+            "https://localhost:7700",
+            "http://localhost.evil.example:7700",
+            "http://evil.example:7700",
+            "http://user@localhost:7700",
+            "null",
+        ] {
+            assert!(!same_daemon(origin.as_bytes(), public), "{origin}");
+        }
+        let public = "https://widgetd.example";
+        assert!(same_daemon(b"https://widgetd.example", public));
+        assert!(!same_daemon(b"https://localhost", public));
     }
 }

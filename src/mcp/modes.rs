@@ -1,23 +1,26 @@
 //! Which MCP elicitation modes widgetd may use: the operator's choice
-//! (`serve --elicitation`), narrowed per session (`POST /api/v1/sessions`
-//! with `"elicitation"`). A mode is used only when both allow it and the
-//! agent's MCP client declares it.
+//! (`serve --elicitation`, `url` unless set), narrowed per session (`POST
+//! /api/v1/sessions` with `"elicitation"`; `url` unless the host opts in).
+//! A mode is used only when both allow it and the agent's MCP client
+//! declares it. Form mode is therefore off unless both the operator and
+//! the session's host turned it on: a form is answered by the agent's own
+//! MCP client, which holds the agent token.
 
 use serde::{Deserialize, Serialize};
 
-/// `off`, `url`, `form` or `both`.
+/// `off`, `url`, `form` or `both`; `url` by default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Elicitation {
     /// Never: every answer is given in widgetd's transcript.
     Off,
     /// URL mode only: `request_env_vars` sends the person to the widget's
-    /// own page.
+    /// own page. The default, for the daemon and for a session.
+    #[default]
     Url,
     /// Form mode only: questions may be answered in the client.
     Form,
     /// Both modes.
-    #[default]
     Both,
 }
 
@@ -78,6 +81,6 @@ mod tests {
         }
         assert_eq!(Both.and(Url), Url);
         assert_eq!(Url.and(Form), Off);
-        assert_eq!(Elicitation::default(), Both);
+        assert_eq!(Elicitation::default(), Url);
     }
 }

@@ -28,6 +28,16 @@ pub(super) async fn without_echo(response: Response) -> Response {
     }
 }
 
+/// Whether `message` is one `super::tools::unknown_tool` writes.
+fn unknown_tool_message(message: &str) -> bool {
+    use super::tools::{UNKNOWN_TOOL, plain_identifier};
+    match message.strip_prefix(UNKNOWN_TOOL) {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix(": ").is_some_and(plain_identifier),
+        None => false,
+    }
+}
+
 /// The fixed error object for `code`, or `None` if `message` is no
 /// JSON-RPC error.
 fn scrubbed(message: &[u8]) -> Option<Value> {
@@ -40,10 +50,12 @@ fn scrubbed(message: &[u8]) -> Option<Value> {
     #[derive(serde::Deserialize)]
     struct ErrorCode {
         code: i64,
+        #[serde(default)]
+        message: String,
     }
     let Reply {
         id,
-        error: Some(ErrorCode { code }),
+        error: Some(ErrorCode { code, message }),
     } = serde_json::from_slice(message).ok()?
     else {
         return None;
@@ -52,6 +64,9 @@ fn scrubbed(message: &[u8]) -> Option<Value> {
         -32700 => "parse error: the body is not valid JSON",
         -32600 => "invalid request: not a JSON-RPC 2.0 request this server accepts",
         -32601 => "method not found",
+        // An unknown tool, named only if its name is a plain identifier
+        // (`super::tools::unknown_tool` made the message).
+        -32602 if unknown_tool_message(&message) => message.as_str(),
         -32602 => "invalid params: check them against the method's schema",
         _ => "the request was refused",
     };

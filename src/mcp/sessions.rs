@@ -42,6 +42,11 @@ struct Bound {
 pub(super) struct Sessions {
     pub(super) manager: Arc<LocalSessionManager>,
     bound: Arc<Mutex<HashMap<String, Bound>>>,
+    /// Held by one [`Sessions::bind`] at a time, from its count of an
+    /// agent's sessions to its insert, so that concurrent `initialize`s
+    /// cannot each see room for one more and leave more than
+    /// [`MAX_PER_AGENT`].
+    binding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Default for Sessions {
@@ -53,6 +58,7 @@ impl Default for Sessions {
         Self {
             manager: Arc::new(manager),
             bound: Arc::default(),
+            binding: Arc::default(),
         }
     }
 }
@@ -73,6 +79,7 @@ impl Sessions {
     /// rmcp already closed (idle, or ended by the client) and closing the
     /// agent's oldest beyond [`MAX_PER_AGENT`].
     pub(super) async fn bind(&self, id: String, agent: &SessionId) {
+        let _one_at_a_time = self.binding.lock().await;
         let known: Vec<(String, Bound)> = self
             .lock()
             .iter()

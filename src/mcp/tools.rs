@@ -7,18 +7,17 @@ use axum::http::request::Parts;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock,
-    CustomNotification, ElicitRequest, ElicitResult, ElicitationAction, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
-    ServerNotification, ServerRequest,
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
 };
-use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::inflight::CallKey;
+use super::offers::Offers;
 use super::{AgentSession, Elicitation, elicit};
 use crate::AppState;
 use crate::access::{self, Caller, Need};
@@ -27,14 +26,16 @@ use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
 use crate::sessions;
 use crate::widgets::{
-    self, AnswerBody, Approval, Ask, AskUser, Cause, Clarification, Created, EnvVars, Request,
-    WidgetId, WidgetStatus, WidgetView,
+    self, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId, WidgetStatus,
+    WidgetView,
 };
 
 /// The MCP server: one per request (stateless), sharing the app state.
 #[derive(Clone)]
 pub(super) struct AgentTools {
-    state: AppState,
+    pub(super) state: AppState,
+    /// What this daemon's 2026-07-28 calls offered (see [`super::offers`]).
+    pub(super) offers: Offers,
 }
 
 /// The arguments of `get_widget_status`.
@@ -47,7 +48,10 @@ struct WidgetStatusInput {
 
 impl AgentTools {
     pub(super) fn new(state: AppState) -> Self {
-        Self { state }
+        Self {
+            state,
+            offers: Offers::default(),
+        }
     }
 
     /// Every widget tool: the arguments parsed and validated as the REST
@@ -90,7 +94,10 @@ impl AgentTools {
                 elicit::INPUT_KEY.to_owned(),
                 InputRequest::Elicitation(ElicitRequest::new(request)),
             );
-            let handle = created.widget_id.as_str().to_owned();
+            // Not the widget's id: a state only this call's retry can show.
+            let handle = self
+                .offers
+                .offer(&agent.session_id, R::NAME, &created.widget_id);
             return Ok(Reply::Input(InputRequiredResult::new(
                 Some(requests),
                 Some(handle),
@@ -104,7 +111,7 @@ impl AgentTools {
     /// `initialize` of its MCP session. A client of an older protocol
     /// without an MCP session gets none: there is no way to send it a
     /// request (see `super::sessions`).
-    async fn modes(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Elicitation> {
+    pub(super) async fn modes(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Elicitation> {
         let reachable = modern(ctx) || caller(ctx)?.in_session;
         let declared = match ctx.client_capabilities().and_then(|c| c.elicitation) {
             Some(e) if reachable => Elicitation::from_flags(
@@ -146,225 +153,13 @@ impl AgentTools {
         })
     }
 
-    /// A retry (2026-07-28): the client showed the elicitation and sends
-    /// what came of it, naming the widget in `requestState`.
-    async fn resume<R: Request>(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        handle: &str,
-        responses: Option<InputResponses>,
-        wait: u64,
-    ) -> AppResult<Value> {
-        let agent = caller(ctx)?;
-        let unknown = || AppError::BadRequest {
-            code: "invalid_request_state",
-            message: "`requestState` names no widget of this call in this session; call the \
-                      tool again without it"
-                .into(),
-        };
-        let id = WidgetId::parse(handle).ok_or_else(unknown)?;
-        let row = match widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await {
-            Ok(row) => row,
-            Err(AppError::NotFound(_)) => return Err(unknown()),
-            Err(err) => return Err(err),
-        };
-        if row.session_id != agent.session_id
-            || !<R::Kind as widgets::Kind>::NAMES.contains(&row.kind.as_str())
-        {
-            return Err(unknown());
-        }
-        let response = responses
-            .as_ref()
-            .and_then(|r| r.get(elicit::INPUT_KEY))
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
-        self.conclude(ctx, row, response, wait).await
-    }
-
-    /// What came of an elicitation, in either generation. An accepted
-    /// form is the answer, recorded as if the session's creator had given
-    /// it in the transcript (same checks, audit row and prompt); a
-    /// transcript answer that came first wins and this call gets the
-    /// terminal state. Anything else (declined, cancelled, refused, a URL
-    /// opened, no response) leaves the widget as it is, answered in the
-    /// transcript or the page, and the call returns its state as a first
-    /// call would.
-    async fn conclude(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        row: widgets::WidgetRow,
-        response: Option<ElicitResult>,
-        wait: u64,
-    ) -> AppResult<Value> {
-        let agent = caller(ctx)?;
-        let id = row.id.clone();
-        let mut refused = None;
-        let mut ended = row.status != WidgetStatus::Pending;
-        if let Some(ElicitResult {
-            action: ElicitationAction::Accept,
-            content: Some(content),
-            ..
-        }) = response
-            && row.status == WidgetStatus::Pending
-            && row.kind != EnvVars::NAME
-            && self.modes(ctx).await?.form()
-            && let Some(body) = elicit::answer_body(&row, &content)
-        {
-            let creator =
-                sessions::get_session(&mut *self.state.db.read.acquire().await?, &agent.session_id)
-                    .await?
-                    .creator_id;
-            let bytes = serde_json::to_vec(&body).map_err(anyhow::Error::from)?;
-            let answer = AnswerBody::Json(bytes.into());
-            match widgets::submit(&self.state, &row, &creator, answer, &agent.client).await {
-                // Answered here, or in the transcript first: either way the
-                // widget ended, and its state is what this call returns.
-                Ok(_) | Err(AppError::WidgetNotPending(_)) => ended = true,
-                Err(err @ AppError::Invalid { .. }) => refused = Some(err),
-                Err(err) => return Err(err),
-            }
-        }
-        let pending = Created {
-            widget_id: id,
-            status: WidgetStatus::Pending,
-        };
-        if ended {
-            // The widget ended: the wait returns as soon as its end can be
-            // read (a transcript answer that won may still be committing).
-            return self.wait(ctx, pending, widgets::MAX_WAIT_SECS).await;
-        }
-        let mut body = self.wait(ctx, pending, wait).await?;
-        if let Some(err) = refused {
-            let (_, shown) = err.to_body();
-            body["elicitation"] = json!({
-                "refused": shown["error"]["code"],
-                "message": "the answer given in the client was refused; the question stays open in the transcript",
-            });
-        }
-        Ok(body)
-    }
-
-    /// 2025-11-25, over an MCP session: sends the client `elicitation/create`
-    /// on this call's response stream and waits for what comes of it, while
-    /// the widget stays open in the transcript. Whichever answer comes first
-    /// ends the widget; a client still showing its form then has the
-    /// request cancelled. A URL the person agreed to open is followed by
-    /// `notifications/elicitation/complete` once the widget ends.
-    async fn ask_in_session(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        created: Created,
-        request: rmcp::model::ElicitRequestParams,
-        wait: u64,
-    ) -> AppResult<Value> {
-        let agent = caller(ctx)?;
-        let url = matches!(
-            request,
-            rmcp::model::ElicitRequestParams::UrlElicitationParams { .. }
-        );
-        let key = CallKey::new(
-            &agent.session_id,
-            &serde_json::to_value(&ctx.id).map_err(anyhow::Error::from)?,
-        );
-        let cancelled = agent.inflight.token(&key).unwrap_or_default();
-        let sent = ctx
-            .peer
-            .send_request_with_option(
-                ServerRequest::ElicitRequest(ElicitRequest::new(request)),
-                PeerRequestOptions::no_options(),
-            )
-            .await;
-        let response = match sent {
-            // The client cannot be asked after all: the transcript remains.
-            Err(err) => {
-                tracing::debug!(error = %err, "elicitation/create could not be sent");
-                None
-            }
-            Ok(mut handle) => {
-                // Sent from this call, so it travels on the call's own
-                // stream (ahead of its result) while that is open.
-                let peer = handle.peer.clone();
-                let id = handle.id.clone();
-                let withdraw = |reason: &str| {
-                    let param = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
-                    async move {
-                        if let Err(err) = peer.notify_cancelled(param).await {
-                            tracing::debug!(error = %err, "withdrawing an elicitation");
-                        }
-                    }
-                };
-                tokio::select! {
-                    answer = &mut handle.rx => match answer {
-                        Ok(Ok(ClientResult::ElicitResult(result))) => Some(result),
-                        _ => None,
-                    },
-                    waited = widgets::wait_for_answer(&self.state, &created.widget_id, ELICITATION_SECS) => {
-                        let reason = match waited.map(|view| view.status) {
-                            Ok(WidgetStatus::Pending) => "no answer in time; the question stays open in widgetd",
-                            _ => "answered in widgetd",
-                        };
-                        withdraw(reason).await;
-                        None
-                    }
-                    () = ctx.ct.cancelled() => {
-                        withdraw("the tool call was cancelled").await;
-                        return Err(gone());
-                    }
-                    () = cancelled.cancelled() => {
-                        withdraw("the tool call was cancelled").await;
-                        return Err(gone());
-                    }
-                }
-            }
-        };
-        let row = widgets::get_widget(
-            &mut *self.state.db.read.acquire().await?,
-            &created.widget_id,
-        )
-        .await?;
-        if url
-            && row.status == WidgetStatus::Pending
-            && response
-                .as_ref()
-                .is_some_and(|r| r.action == ElicitationAction::Accept)
-        {
-            self.complete_when_ended(ctx.peer.clone(), created.widget_id.clone());
-        }
-        self.conclude(ctx, row, response, wait).await
-    }
-
-    /// Sends `notifications/elicitation/complete` for a URL elicitation
-    /// once its widget ends, for as long as the MCP session lives (an idle
-    /// session is closed after `super::sessions::IDLE`).
-    fn complete_when_ended(&self, peer: rmcp::Peer<RoleServer>, widget: WidgetId) {
-        let state = self.state.clone();
-        tokio::spawn(async move {
-            while !peer.is_transport_closed() {
-                match widgets::wait_for_answer(&state, &widget, 60).await {
-                    Ok(view) if view.status == WidgetStatus::Pending => continue,
-                    Ok(_) => {
-                        let params = json!({ "elicitationId": widget.as_str() });
-                        let done = CustomNotification::new(ELICITATION_COMPLETE, Some(params));
-                        let _ = peer
-                            .send_notification(ServerNotification::CustomNotification(done))
-                            .await;
-                        return;
-                    }
-                    Err(err) => {
-                        tracing::warn!(error = %err, "watching a URL elicitation's widget");
-                        return;
-                    }
-                }
-            }
-        });
-    }
-
     /// Waits for the answer unless the caller goes away first: rmcp keeps
     /// running a handler whose client disconnected and only cancels its
     /// token, and a client that gives up sends `notifications/cancelled`.
     /// An answer handed back here is acknowledged only once the response
     /// has gone out whole (see `super::inflight`); until then its prompt
     /// stays queued for the agent host.
-    async fn wait(
+    pub(super) async fn wait(
         &self,
         ctx: &RequestContext<RoleServer>,
         created: widgets::Created,
@@ -438,7 +233,9 @@ impl AgentTools {
     /// transcript. Each question has a short header chip, 2 to 4 options
     /// (label, description, optional markdown preview) and may allow several
     /// choices; the user can always type an "Other" answer instead. Answers
-    /// come back keyed by question text (several choices comma-joined).
+    /// come back as an object keyed by question text: a string for a
+    /// one-choice question, an array of strings for a `multi_select` one
+    /// (the choices, then any typed answer).
     /// By default this returns `{widget_id, status: "pending"}` at once,
     /// whether or not anyone has the transcript open (the form waits there
     /// until the person comes back): END YOUR TURN and the answers arrive as
@@ -459,9 +256,9 @@ impl AgentTools {
     }
 
     /// Ask the user one simple question: `confirm` (Yes / No by default),
-    /// `buttons`, `select`, `radio` or `checkbox` (several choices,
-    /// comma-joined), with an optional preselected `default`. Returns and
-    /// waits exactly like `ask_user`.
+    /// `buttons`, `select`, `radio` or `checkbox` (several choices: its
+    /// answer is an array of strings), with an optional preselected
+    /// `default`. Returns and waits exactly like `ask_user`.
     #[tool(input_schema = input_schema::<Ask>())]
     async fn ask(
         &self,
@@ -563,11 +360,52 @@ impl AgentTools {
         secure form, and they are injected into your environment on your next turn without \
         ever passing through the conversation. Never ask for secret values in chat."
 )]
-impl ServerHandler for AgentTools {}
+impl ServerHandler for AgentTools {
+    /// A call of a tool that does not exist is the protocol error the MCP
+    /// specification (2025-11-25, "Tools", "Error Handling") shows:
+    /// `-32602` naming the unknown tool.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let router = Self::tool_router();
+        if router.get(&request.name).is_none() {
+            return Err(rmcp::ErrorData::invalid_params(
+                unknown_tool(&request.name),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        router.call(call).await
+    }
+}
+
+/// The message of a call of an unknown tool: `Unknown tool: NAME` when the
+/// name is a plain identifier (letters, digits, `_`, `-`, at most 64), else
+/// `Unknown tool`; nothing else the client sent is repeated.
+pub(super) fn unknown_tool(name: &str) -> String {
+    match plain_identifier(name) {
+        true => format!("{UNKNOWN_TOOL}: {name}"),
+        false => UNKNOWN_TOOL.to_owned(),
+    }
+}
+
+/// The start of [`unknown_tool`]'s message.
+pub(super) const UNKNOWN_TOOL: &str = "Unknown tool";
+
+/// Letters, digits, `_` and `-`, starting with a letter or `_`, 1 to 64.
+pub(super) fn plain_identifier(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
 
 /// Who is calling, as the `/mcp` middleware authenticated them; never taken
 /// from tool arguments.
-fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
+pub(super) fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
     ctx.extensions
         .get::<Parts>()
         .and_then(|parts| parts.extensions.get::<AgentSession>())
@@ -583,10 +421,10 @@ fn input_schema<R: Request>() -> std::sync::Arc<JsonObject> {
     schema::<R::Input>()
 }
 
-/// The JSON schema of a tool's arguments, as `tools/list` shows it.
+/// The JSON schema of a tool's arguments, as `tools/list` shows it (see
+/// `super::schema`: portable, never nullable).
 fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_input::<T>()
-        .unwrap_or_else(|e| panic!("the schema of {}: {e}", std::any::type_name::<T>()))
+    super::schema::input_schema::<T>()
 }
 
 /// A tool's arguments, parsed as a REST body is: a refusal is the
@@ -596,13 +434,6 @@ fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> 
     parse_value(Value::Object(args))
 }
 
-/// Longest an `elicitation/create` stays open in the client before it is
-/// withdrawn (the question stays open in the transcript).
-const ELICITATION_SECS: u64 = 10 * 60;
-
-/// The notification that a URL elicitation's interaction ended (2025-11-25).
-const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-
 /// Whether the call speaks 2026-07-28 or later (no server-to-client
 /// requests; elicitation by `input_required` results and retries).
 fn modern(ctx: &RequestContext<RoleServer>) -> bool {
@@ -611,7 +442,7 @@ fn modern(ctx: &RequestContext<RoleServer>) -> bool {
 }
 
 /// A wait that ended because its caller gave up; nobody reads this.
-fn gone() -> AppError {
+pub(super) fn gone() -> AppError {
     AppError::Conflict {
         code: "request_cancelled",
         message: "the caller cancelled the request; the answer stays queued as a prompt".into(),
@@ -620,7 +451,7 @@ fn gone() -> AppError {
 
 /// What a retry of a widget tool brings back (2026-07-28).
 struct Retry {
-    /// The `requestState` echoed: the widget's id.
+    /// The `requestState` echoed (see `super::offers`).
     state: Option<String>,
     /// The client's responses to the elicitation, keyed as asked.
     responses: Option<InputResponses>,

@@ -40,7 +40,8 @@ pub fn router() -> Router<AppState> {
 struct CreateSessionBody {
     title: Option<String>,
     /// The MCP elicitation modes this session allows (`off`, `url`,
-    /// `form`, `both`); the daemon's `--elicitation` narrows it further.
+    /// `form`, `both`; `url` when absent: form mode only by this opt-in);
+    /// the daemon's `--elicitation` narrows it further.
     #[serde(default)]
     elicitation: Option<crate::mcp::Elicitation>,
 }

@@ -109,8 +109,9 @@ pub async fn set_elicitation(
     Ok(store::set_elicitation(conn, id, modes).await?)
 }
 
-/// The MCP elicitation modes a session allows: its own setting, or all
-/// (`both`) when it has none; the daemon's setting narrows it further.
+/// The MCP elicitation modes a session allows: its own setting, or `url`
+/// when it has none (form mode only where the host opted in); the
+/// daemon's setting narrows it further.
 pub async fn elicitation(
     conn: &mut AnyConnection,
     id: &SessionId,

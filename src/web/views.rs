@@ -40,7 +40,11 @@ pub fn icon(name: &str) -> &'static str {
 fn answer_of(widget: &WidgetRow) -> Option<Answer> {
     let result: serde_json::Value = serde_json::from_str(widget.result.as_deref()?).ok()?;
     let when = clock::Stamp::from_ms(widget.resolved_at?);
-    let by = |key: &str| result[key].as_str().map(str::to_owned);
+    let by = |key: &str| {
+        result[key]
+            .as_str()
+            .map(crate::widgets::card::shown_answerer)
+    };
     let (who, verb) = match widget.status {
         WidgetStatus::Dismissed => (by("dismissed_by")?, "dismissed"),
         WidgetStatus::Submitted => {

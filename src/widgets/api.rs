@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::{
-    AnswerBody, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId,
+    AnswerBody, Answerer, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId,
     WidgetView, after_waiting, archive_session, create, dismiss_widget, get_widget, submit, typed,
     validate,
 };
@@ -242,7 +242,7 @@ async fn submit_widget(
         true => AnswerBody::Form(fields),
         false => AnswerBody::Json(body),
     };
-    let answer = submit(&state, &row, &user.id, body, &client);
+    let answer = submit(&state, &row, Answerer::Person(&user.id), body, &client);
     match answer.await {
         Ok(view) => Ok(answered(form, back, view)),
         // The person sees the form again with the reason beside it.

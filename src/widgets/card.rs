@@ -92,9 +92,19 @@ impl Card<'_> {
     }
 }
 
-/// Who `key` of a result names, or "someone".
+/// Who `key` of a result names, or "someone"; an answer of the agent's
+/// MCP client says so (see [`shown_answerer`]).
 pub fn who(result: &Value, key: &str) -> String {
-    result[key].as_str().unwrap_or("someone").to_owned()
+    shown_answerer(result[key].as_str().unwrap_or("someone"))
+}
+
+/// How the transcript names who answered: the person's name, or "the
+/// agent's MCP client (form mode)" for its `answered_by` of `mcp-client`.
+pub fn shown_answerer(by: &str) -> String {
+    match by {
+        super::kind::MCP_CLIENT => "the agent's MCP client (form mode)".to_owned(),
+        name => name.to_owned(),
+    }
 }
 
 /// The badge of an answered question: "Answered by alice at …".

@@ -8,7 +8,8 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::kind::{
-    self, AnswerBody, Answering, Kind, Loaded, ParamsOf, Request, Stored, Unloadable,
+    self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_CLIENT, ParamsOf,
+    Request, Stored, Unloadable,
 };
 use super::{
     Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store, typed,
@@ -151,18 +152,19 @@ async fn insert_widget(
     Ok(())
 }
 
-/// A person answers `row` (a widget they were authorised to answer): its
-/// kind reads the answer. A kind this version does not know is refused
-/// with `422 unsupported_widget`.
+/// `by` answers `row`: a person (authorised to answer it), or the agent's
+/// MCP client (form mode) of the widget's own session. Its kind reads the
+/// answer. A kind this version does not know is refused with `422
+/// unsupported_widget`.
 pub async fn submit(
     state: &AppState,
     row: &WidgetRow,
-    user: &UserId,
+    by: Answerer<'_>,
     body: AnswerBody,
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     match kind::find(&row.kind) {
-        Some(kind) => kind.submit(state, &row.id, user, body, client).await,
+        Some(kind) => kind.submit(state, &row.id, by, body, client).await,
         None => Err(kind::unsupported(&row.kind, false)),
     }
 }
@@ -173,34 +175,55 @@ pub async fn submit(
 pub(crate) async fn submit_as<K: Kind>(
     state: &AppState,
     id: &WidgetId,
-    user: &UserId,
+    by: Answerer<'_>,
     body: AnswerBody,
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
+    if matches!(by, Answerer::AgentClient(_))
+        && !K::NAMES.iter().all(|k| AGENT_CLIENT_KINDS.contains(k))
+    {
+        return Err(not_for_agent_client());
+    }
     let answer = K::read(body)?;
     let mut tx = state.db.begin_write().await?;
-    let (widget, session) = match answerable(&mut tx, id, user).await {
+    let found = match by {
+        Answerer::Person(user) => answerable(&mut tx, id, user).await,
+        Answerer::AgentClient(agent) => answerable_by_agent_client(&mut tx, id, agent).await,
+    };
+    let (widget, session) = match found {
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
     let params: K::Params =
         serde_json::from_str(&widget.params).map_err(|e| unreadable(&widget, e))?;
-    let by = store::user_name(&mut tx, user).await?;
+    let (user, name) = match by {
+        Answerer::Person(user) => (user, store::user_name(&mut tx, user).await?),
+        Answerer::AgentClient(_) => (&session.creator_id, MCP_CLIENT.to_owned()),
+    };
     let mut cx = Answering {
         conn: &mut tx,
         state,
         session: &session,
         user,
-        by: &by,
+        by: &name,
+        from_agent: matches!(by, Answerer::AgentClient(_)),
     };
     let result = K::apply(&mut cx, &params, answer).await?;
     let answer = Answer {
         to: WidgetStatus::Submitted,
         result,
-        user,
+        by,
         client,
     };
     finish(tx, state, &widget, &Stored::<K>(params), answer).await
+}
+
+/// `422 not_answerable_here`: the agent's MCP client answers questions only.
+fn not_for_agent_client() -> AppError {
+    AppError::invalid(
+        "not_answerable_here",
+        "this request is answered only by the person, in widgetd's pages",
+    )
 }
 
 /// A person declines to answer, optionally with a note for the agent (read
@@ -235,7 +258,7 @@ pub async fn dismiss_widget(
     let answer = Answer {
         to: WidgetStatus::Dismissed,
         result,
-        user,
+        by: Answerer::Person(user),
         client,
     };
     finish(tx, state, &widget, &*loaded, answer).await
@@ -273,6 +296,31 @@ async fn answerable(
     Ok((widget, session))
 }
 
+/// A pending widget of `agent`'s own session, with its session, inside the
+/// caller's transaction: what its MCP client may answer. Another session's
+/// widget is not found.
+async fn answerable_by_agent_client(
+    tx: &mut AnyConnection,
+    id: &WidgetId,
+    agent: &SessionId,
+) -> AppResult<(WidgetRow, Session)> {
+    let widget = super::get_widget(tx, id).await?;
+    if &widget.session_id != agent {
+        return Err(AppError::NotFound("widget"));
+    }
+    if !AGENT_CLIENT_KINDS.contains(&widget.kind.as_str()) {
+        return Err(not_for_agent_client());
+    }
+    let session = live(sessions::get_session(tx, &widget.session_id).await?)?;
+    if widget.status != WidgetStatus::Pending {
+        return Err(AppError::WidgetNotPending(widget.status));
+    }
+    if widget.expires_at <= clock::now_ms() {
+        return Err(AppError::WidgetNotPending(WidgetStatus::Expired));
+    }
+    Ok((widget, session))
+}
+
 /// An answer refused because the widget is no longer pending. On SQLite
 /// the answer that ended it may sit uncommitted in the same write batch:
 /// the refusal waits for that batch's commit (its own savepoint changed
@@ -288,11 +336,11 @@ async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError
     }
 }
 
-/// A person's answer to a widget, as recorded.
+/// An answer to a widget, as recorded.
 struct Answer<'a> {
     to: WidgetStatus,
     result: Value,
-    user: &'a UserId,
+    by: Answerer<'a>,
     client: &'a ClientAddr,
 }
 
@@ -305,7 +353,11 @@ async fn finish(
     loaded: &dyn Loaded,
     answer: Answer<'_>,
 ) -> AppResult<WidgetView> {
-    let actor = Actor::User(answer.user.clone());
+    // The agent's MCP client is recorded as itself, never as a person.
+    let (actor, resolved_by) = match answer.by {
+        Answerer::Person(user) => (Actor::User(user.clone()), Some(user)),
+        Answerer::AgentClient(agent) => (Actor::McpClient(agent.clone()), None),
+    };
     let cause = Cause {
         actor: &actor,
         client: answer.client,
@@ -313,7 +365,7 @@ async fn finish(
     let change = Change {
         to: answer.to,
         result: &answer.result,
-        by: Some(answer.user),
+        by: resolved_by,
     };
     if let Err(err) = transition(&mut tx, state, widget, loaded, change, &cause).await {
         return Err(refused_once_settled(tx, err).await);

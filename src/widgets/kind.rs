@@ -27,7 +27,7 @@ use crate::AppState;
 use crate::api::parse_json;
 use crate::audit::ClientAddr;
 use crate::error::{AppError, AppResult};
-use crate::ids::{UserId, WidgetId};
+use crate::ids::{SessionId, UserId, WidgetId};
 use crate::sessions::Session;
 
 /// The validated parameters of a kind.
@@ -162,21 +162,53 @@ fn json_fields(body: &[u8]) -> AppResult<Vec<(String, String)>> {
         .collect())
 }
 
+/// Who answers a widget.
+#[derive(Clone, Copy)]
+pub enum Answerer<'a> {
+    /// A person, logged in to widgetd's pages.
+    Person(&'a UserId),
+    /// The agent's MCP client, in form mode, for the agent session whose
+    /// token it holds. It cannot be told from the agent: it answers only
+    /// the kinds in [`AGENT_CLIENT_KINDS`], never as the person.
+    AgentClient(&'a SessionId),
+}
+
+/// The `answered_by` of an answer given by the agent's MCP client (form
+/// mode); its audit rows' actor is `mcp-client:SESSION`.
+pub const MCP_CLIENT: &str = "mcp-client";
+
+/// The kinds the agent's MCP client may answer in form mode: questions.
+/// Never env vars (a value would pass through the agent's side) nor
+/// approvals (the agent would decide what it may run).
+pub const AGENT_CLIENT_KINDS: &[&str] = &["ask", "ask_user", "clarification"];
+
 /// What a kind's [`Kind::apply`] may use: the answer's transaction, the
 /// widget's session and who answers.
 pub struct Answering<'a> {
     pub conn: &'a mut AnyConnection,
     pub state: &'a AppState,
     pub session: &'a Session,
+    /// The answering person; the session's creator for an answer of the
+    /// agent's MCP client (whose kinds never use it).
     pub user: &'a UserId,
-    /// The answering person's name, for `answered_by` / `submitted_by`.
+    /// The answering person's name, for `answered_by` / `submitted_by`;
+    /// [`MCP_CLIENT`] for the agent's MCP client.
     pub by: &'a str,
+    /// The answer came from the agent's side (its MCP client).
+    pub from_agent: bool,
 }
 
 impl Answering<'_> {
-    /// `422 answer_contains_secret` if a text the person typed holds one of
-    /// the session creator's stored values (free text goes to the agent).
+    /// `422 answer_contains_secret` if a text the person typed in widgetd's
+    /// page holds one of the session creator's stored values (free text goes
+    /// to the agent). An answer from the agent's side is not checked: its
+    /// text is already on the agent's side, so the check would protect
+    /// nothing and its refusal would tell the agent whether a guess is a
+    /// stored value (an oracle).
     pub async fn refuse_secrets(&mut self, texts: &[&str]) -> AppResult<()> {
+        if self.from_agent {
+            return Ok(());
+        }
         crate::secrets::refuse_stored_values(
             self.conn,
             &self.state.keyring,
@@ -277,7 +309,7 @@ pub(crate) trait Registered: Send + Sync {
         &'a self,
         state: &'a AppState,
         id: &'a WidgetId,
-        user: &'a UserId,
+        by: Answerer<'a>,
         body: AnswerBody,
         client: &'a ClientAddr,
     ) -> BoxFuture<'a, AppResult<WidgetView>>;
@@ -308,11 +340,11 @@ impl<K: Kind> Registered for Entry<K> {
         &'a self,
         state: &'a AppState,
         id: &'a WidgetId,
-        user: &'a UserId,
+        by: Answerer<'a>,
         body: AnswerBody,
         client: &'a ClientAddr,
     ) -> BoxFuture<'a, AppResult<WidgetView>> {
-        Box::pin(super::engine::submit_as::<K>(state, id, user, body, client))
+        Box::pin(super::engine::submit_as::<K>(state, id, by, body, client))
     }
 }
 

@@ -718,7 +718,12 @@ async fn a_value_typed_on_the_page_an_mcp_client_opened_never_reaches_mcp() {
     assert_eq!(request["params"]["mode"], "url", "{first}");
     let page = request["params"]["url"].as_str().unwrap().to_owned();
     let state = first["requestState"].as_str().unwrap().to_owned();
-    assert_eq!(page, format!("{}/widgets/{state}", app.url));
+    let widget = request["params"]["elicitationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(page, format!("{}/widgets/{widget}", app.url));
+    assert!(!state.contains(&widget), "the state is not the widget's id");
     assert!(!page.contains(&alice.agent) && !page.contains(&alice.host));
 
     // The person opens the page, logs in and types the value there.
@@ -759,7 +764,7 @@ async fn a_value_typed_on_the_page_an_mcp_client_opened_never_reaches_mcp() {
         &alice.agent,
         3,
         "get_widget_status",
-        json!({ "arguments": { "widget_id": state } }),
+        json!({ "arguments": { "widget_id": widget } }),
         &mut exchanged,
     )
     .await;

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 use widgetd::auth::Role;
 
-use crate::helpers::{TestApp, canary, scene, spawn_app, spawn_app_with};
+use crate::helpers::{Scene, TestApp, canary, scene, spawn_app, spawn_app_with};
 use crate::webdriver::{Chrome, wait_for};
 
 async fn share(app: &TestApp, host: &str, session: &str, body: Value) {
@@ -33,7 +33,7 @@ async fn share(app: &TestApp, host: &str, session: &str, body: Value) {
     assert_eq!(r.status(), StatusCode::OK);
 }
 
-async fn widget_status(app: &TestApp, token: &str, id: &str) -> String {
+pub(crate) async fn widget_status(app: &TestApp, token: &str, id: &str) -> String {
     let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
     assert_eq!(r.status(), StatusCode::OK);
     r.json::<Value>().await.unwrap()["status"]
@@ -269,15 +269,15 @@ impl ClientHandler for Person {
 }
 
 /// The client side of a test: what was asked, and where answers go.
-struct Desk {
+pub(crate) struct Desk {
     client: RunningService<RoleClient, Person>,
-    asked: mpsc::UnboundedReceiver<ElicitRequestParams>,
-    answers: mpsc::UnboundedSender<ElicitResult>,
+    pub(crate) asked: mpsc::UnboundedReceiver<ElicitRequestParams>,
+    pub(crate) answers: mpsc::UnboundedSender<ElicitResult>,
     withdrawn: Arc<Mutex<Vec<String>>>,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Declares {
+pub(crate) enum Declares {
     Nothing,
     Form,
     Url,
@@ -286,7 +286,7 @@ enum Declares {
 
 /// Connects an MCP client declaring `declares`, speaking 2026-07-28
 /// (`modern`) or 2025-11-25 (`initialize`).
-async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> Desk {
+pub(crate) async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> Desk {
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation = match declares {
         Declares::Nothing => None,
@@ -333,7 +333,7 @@ async fn desk(app: &TestApp, agent: &str, declares: Declares, modern: bool) -> D
     }
 }
 
-async fn call(desk: &Desk, tool: &'static str, arguments: Value) -> Value {
+pub(crate) async fn call(desk: &Desk, tool: &'static str, arguments: Value) -> Value {
     let Value::Object(arguments) = arguments else {
         panic!("tool arguments are a JSON object");
     };
@@ -346,12 +346,24 @@ async fn call(desk: &Desk, tool: &'static str, arguments: Value) -> Value {
     result.structured_content.expect("structured content")
 }
 
-fn accept(content: Value) -> ElicitResult {
+pub(crate) fn accept(content: Value) -> ElicitResult {
     ElicitResult::new(ElicitationAction::Accept).with_content(content)
 }
 
+/// The actors of the audit rows of `action` for `widget`, as stored.
+pub(crate) async fn actors(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT actor FROM audit_log WHERE action = $1 AND widget_id = $2 ORDER BY id",
+    )
+    .bind(action)
+    .bind(widget)
+    .fetch_all(&app.state.db.read)
+    .await
+    .unwrap()
+}
+
 /// The actors of the audit rows of `action` for `widget`, as user names.
-async fn audited(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
+pub(crate) async fn audited(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
     sqlx::query_scalar(
         "SELECT u.name FROM audit_log a JOIN users u ON a.actor = 'user:' || u.id
          WHERE a.action = $1 AND a.widget_id = $2 ORDER BY a.id",
@@ -365,10 +377,22 @@ async fn audited(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
 
 const CONFIRM: fn() -> Value = || json!({ "question": "Deploy now?" });
 
+/// An app whose operator allows both modes (`serve --elicitation both`).
+pub(crate) async fn form_app() -> TestApp {
+    spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Both).await
+}
+
+/// `user`'s scene, with a session whose host opted in to both modes.
+pub(crate) async fn opted_in(app: &TestApp, user: &str) -> Scene {
+    let (scene, modes) = opted_in_as(app, user, "both").await;
+    assert_eq!(modes, "both");
+    scene
+}
+
 #[tokio::test]
 async fn each_capability_and_version_gets_its_elicitation() {
-    let app = spawn_app().await;
-    let alice = scene(&app, "alice").await;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
     for modern in [false, true] {
         for declares in [
             Declares::Nothing,
@@ -446,13 +470,14 @@ async fn each_capability_and_version_gets_its_elicitation() {
                     assert_eq!(body["status"], "submitted", "{what}: {body}");
                     assert_eq!(body["answers"], json!({ "Deploy now?": "Yes" }), "{what}");
                     assert_eq!(
-                        body["result"]["answered_by"], "alice",
-                        "{what}: the creator"
+                        body["result"]["answered_by"], "mcp-client",
+                        "{what}: the agent's MCP client, never the person"
                     );
+                    assert!(audited(&app, "widget.submit", &id).await.is_empty());
                     assert_eq!(
-                        audited(&app, "widget.submit", &id).await,
-                        vec!["alice".to_owned()],
-                        "{what}: one audit row, by the session's creator"
+                        actors(&app, "widget.submit", &id).await,
+                        vec![format!("mcp-client:{}", alice.session)],
+                        "{what}: one audit row, by the agent's MCP client"
                     );
                 }
                 Ok(other) => panic!("{what}: a question asked as {other:?}"),
@@ -496,8 +521,8 @@ async fn every_question_kind_maps_to_a_form_and_its_answer_is_checked_as_in_the_
 }
 
 async fn every_question_kind_in(modern: bool) {
-    let app = spawn_app().await;
-    let alice = scene(&app, "alice").await;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
     let agent = (alice.agent.as_str(), modern);
 
     let ask_user = json!({ "questions": [
@@ -542,38 +567,18 @@ async fn every_question_kind_in(modern: bool) {
     assert_eq!(body["elicitation"]["refused"], "unknown_option", "{body}");
     assert!(!body.to_string().contains("Oracle-canary"), "{body}");
 
-    let approval =
-        json!({ "tool": "Bash", "input": { "command": "make deploy" }, "reason": "ship it" });
-    let (schema, body) = answered_in_the_client(
-        &app,
-        agent,
-        "request_approval",
-        approval,
-        accept(json!({ "decision": "deny", "reason": "not on Fridays" })),
-    )
-    .await;
-    assert_eq!(schema["required"], json!(["decision"]), "{schema}");
-    assert_eq!(body["status"], "submitted", "{body}");
-    assert_eq!(body["result"]["decision"], "deny", "{body}");
-    assert_eq!(body["result"]["reason"], "not on Fridays", "{body}");
-    assert_eq!(body["result"]["answered_by"], "alice", "{body}");
-    assert_eq!(
-        schema["properties"]["decision"]["oneOf"],
-        json!([{ "const": "deny", "title": "Deny" }, { "const": "once", "title": "Allow once" }]),
-        "no \"Always\" in the client"
-    );
-
-    // "Always" from a form is not taken: no rule, the approval stays open.
-    let approval = json!({ "tool": "Bash", "input": { "command": "make release" } });
-    let (_, body) = answered_in_the_client(
-        &app,
-        agent,
-        "request_approval",
-        approval,
-        accept(json!({ "decision": "always" })),
-    )
-    .await;
-    assert_eq!(body["status"], "pending", "{body}");
+    // An approval is never a form, whatever the client and the session
+    // allow: nothing on the agent's side decides what the agent may run.
+    for decision in ["deny", "once", "always"] {
+        let approval = json!({ "tool": "Bash", "input": { "command": "make deploy" } });
+        let mut desk = desk(&app, agent.0, Declares::Form, modern).await;
+        desk.answers
+            .send(accept(json!({ "decision": decision })))
+            .unwrap();
+        let body = call(&desk, "request_approval", approval).await;
+        assert_eq!(body["status"], "pending", "{decision}: {body}");
+        assert!(desk.asked.try_recv().is_err(), "{decision}: no form");
+    }
     let rules: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM approval_rules")
         .fetch_one(&app.state.db.read)
         .await
@@ -711,8 +716,8 @@ async fn a_declined_or_cancelled_form_leaves_the_question_to_the_transcript() {
 }
 
 async fn declined_or_cancelled_in(modern: bool) {
-    let app = spawn_app().await;
-    let alice = scene(&app, "alice").await;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
     let browser = app.login("alice").await;
     for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
         let (_, body) = answered_in_the_client(
@@ -794,8 +799,8 @@ async fn a_transcript_answer_and_a_client_answer_race_and_one_wins() {
 }
 
 async fn race_in(modern: bool) {
-    let app = spawn_app().await;
-    let alice = scene(&app, "alice").await;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
     let browser = app.login("alice").await;
 
     // The transcript first: the client's answer arrives too late (2025-11-25:
@@ -858,8 +863,8 @@ async fn race_in(modern: bool) {
         .await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     assert_eq!(
-        audited(&app, "widget.submit", &id).await,
-        vec!["alice".to_owned()]
+        actors(&app, "widget.submit", &id).await,
+        vec![format!("mcp-client:{}", alice.session)]
     );
 
     // Both at once, many times: exactly one answer each time.
@@ -891,7 +896,7 @@ async fn race_in(modern: bool) {
             "round {round}"
         );
         assert_eq!(
-            audited(&app, "widget.submit", &id).await.len(),
+            actors(&app, "widget.submit", &id).await.len(),
             1,
             "round {round}"
         );
@@ -908,7 +913,8 @@ async fn race_in(modern: bool) {
 async fn the_operator_and_the_session_choose_the_modes() {
     // The daemon allows URL mode only: questions stay in the transcript.
     let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Url).await;
-    let alice = scene(&app, "alice").await;
+    let (alice, modes) = opted_in_as(&app, "alice", "both").await;
+    assert_eq!(modes, "url");
     let mut desk = desk(&app, &alice.agent, Declares::Both, true).await;
     let body = call(&desk, "ask", CONFIRM()).await;
     assert_eq!(body["status"], "pending");
@@ -929,7 +935,7 @@ async fn the_operator_and_the_session_choose_the_modes() {
 
     // A session created with `"elicitation": "off"` gets none, whatever
     // the daemon and the client allow; one with `form` gets forms only.
-    let app = spawn_app().await;
+    let app = form_app().await;
     let alice = scene(&app, "alice").await;
     for (modes, form, url) in [
         ("off", false, false),
@@ -973,11 +979,40 @@ async fn the_operator_and_the_session_choose_the_modes() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // Without an opt-in a session gets URL mode only, as `widgetd host` and
+    // `widgetd connect` create them.
     let r = app
         .post_json("/api/v1/sessions", &alice.host, &json!({}))
         .await;
     let created: Value = r.json().await.unwrap();
-    assert_eq!(created["elicitation"], "both");
+    assert_eq!(created["elicitation"], "url");
+
+    // The daemon's default is URL mode: a session's opt-in alone opens no
+    // form.
+    let app = spawn_app().await;
+    let alice = opted_in_as(&app, "alice", "both").await;
+    assert_eq!(alice.1, "url");
+    let mut desk = self::desk(&app, &alice.0.agent, Declares::Both, true).await;
+    let body = call(&desk, "ask", CONFIRM()).await;
+    assert_eq!(body["status"], "pending");
+    assert!(desk.asked.try_recv().is_err(), "no form by default");
+}
+
+/// `user`'s scene with a session created with `"elicitation": modes`, and
+/// what the daemon says it will use.
+async fn opted_in_as(app: &TestApp, user: &str, modes: &str) -> (Scene, String) {
+    let mut scene = scene(app, user).await;
+    let r = app
+        .post_json(
+            "/api/v1/sessions",
+            &scene.host,
+            &json!({ "elicitation": modes }),
+        )
+        .await;
+    let created: Value = r.json().await.unwrap();
+    scene.agent = created["agent_token"].as_str().unwrap().to_owned();
+    scene.session = created["session_id"].as_str().unwrap().to_owned();
+    (scene, created["elicitation"].as_str().unwrap().to_owned())
 }
 
 /// A raw `initialize` declaring `capabilities`; the `Mcp-Session-Id` it got.
@@ -1099,12 +1134,36 @@ async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent()
     );
 }
 
+/// 100 `initialize`s at once from one agent session leave at most 8 of its
+/// MCP sessions usable (the count and the insert are one step). The
+/// requests are served on several threads at once, for several rounds,
+/// since the race it guards against was lost only now and then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_initializes_never_exceed_the_cap() {
+    let app = spawn_app().await;
+    let alice = scene(&app, "alice").await;
+    for round in 0..10 {
+        let (_, agent) = app.session(&alice.host).await;
+        let opened = futures_util::future::join_all(
+            (0..100).map(|_| raw_initialize(&app, &agent, json!({ "elicitation": {} }))),
+        )
+        .await;
+        let mut usable = 0;
+        for id in opened.into_iter().map(Option::unwrap) {
+            if in_mcp_session(&app, &agent, &id).await == StatusCode::ACCEPTED {
+                usable += 1;
+            }
+        }
+        assert_eq!(usable, 8, "round {round}");
+    }
+}
+
 /// A 2025-11-25 client that gives up on a call while its form is shown:
 /// the form is withdrawn, the question stays open in the transcript.
 #[tokio::test]
 async fn a_cancelled_call_withdraws_its_form_and_leaves_the_question_open() {
-    let app = spawn_app().await;
-    let alice = scene(&app, "alice").await;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
     let mut desk = desk(&app, &alice.agent, Declares::Form, false).await;
     let request = desk
         .client

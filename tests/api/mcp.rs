@@ -453,3 +453,118 @@ async fn an_unknown_method_is_not_echoed() {
     assert_eq!(body["error"]["code"], -32601, "{text}");
     assert_eq!(body["id"], 3, "{text}");
 }
+
+/// A call of a tool that does not exist names it, as the MCP specification
+/// (2025-11-25, "Tools", "Error Handling") shows, but only a plain
+/// identifier: anything else gets a fixed text.
+#[tokio::test]
+async fn an_unknown_tool_is_named_only_when_its_name_is_plain() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    for (name, message) in [
+        ("no_such_tool", "Unknown tool: no_such_tool"),
+        ("request-env-vars2", "Unknown tool: request-env-vars2"),
+        ("sk-live CANARY \"x\"", "Unknown tool"),
+        ("ünïcode", "Unknown tool"),
+    ] {
+        let request = CallToolRequestParams::new(name.to_owned());
+        let err = client.call_tool(request).await.unwrap_err();
+        let rmcp::service::ServiceError::McpError(err) = err else {
+            panic!("{name}: {err:?}");
+        };
+        assert_eq!(err.code.0, -32602, "{name}");
+        assert_eq!(err.message, message, "{name}");
+    }
+    let long = "a".repeat(65);
+    let err = client
+        .call_tool(CallToolRequestParams::new(long))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Unknown tool"), "{err}");
+    assert!(!err.to_string().contains("aaaa"), "{err}");
+}
+
+/// A daemon on a loopback address is the same origin under any loopback
+/// name: a page at `http://localhost:PORT` may reach `/mcp` as one at
+/// `http://127.0.0.1:PORT` may; another port or scheme may not.
+#[tokio::test]
+async fn localhost_and_127_0_0_1_are_one_origin_for_a_loopback_daemon() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let port = app.url.rsplit(':').next().unwrap().to_owned();
+    for origin in [
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        let response = raw_initialize(&app, Some(&s.agent), &[("origin", &origin)]).await;
+        assert_eq!(response.status(), StatusCode::OK, "{origin}");
+    }
+    for origin in [
+        format!("http://localhost:{}", port.parse::<u16>().unwrap() ^ 1),
+        format!("https://localhost:{port}"),
+        format!("http://localhost.evil.example:{port}"),
+    ] {
+        let response = raw_initialize(&app, Some(&s.agent), &[("origin", &origin)]).await;
+        assert_error(response, StatusCode::FORBIDDEN, "forbidden", None).await;
+    }
+}
+
+/// Every tool's input schema is portable: no `type` list with `"null"`, no
+/// `{"type": "null"}` branch and no `null` in an `enum` anywhere (Gemini's
+/// function declarations refuse them); and `ask_user` tells the model a
+/// multi-select answer is an array.
+#[tokio::test]
+async fn tool_schemas_never_offer_null_and_descriptions_match_the_answers() {
+    fn walk(at: &str, value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::Array(types)) = map.get("type")
+                    && types.iter().any(|t| t == "null")
+                {
+                    found.push(format!("{at}: type {value}"));
+                }
+                if map.get("type").is_some_and(|t| t == "null") {
+                    found.push(format!("{at}: null branch"));
+                }
+                if let Some(Value::Array(values)) = map.get("enum")
+                    && values.iter().any(Value::is_null)
+                {
+                    found.push(format!("{at}: null in enum"));
+                }
+                for (key, inner) in map {
+                    walk(&format!("{at}.{key}"), inner, found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    walk(&format!("{at}.{i}"), inner, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 6);
+    let mut found = Vec::new();
+    for tool in &tools {
+        let schema = Value::Object((*tool.input_schema).clone());
+        walk(&tool.name, &schema, &mut found);
+    }
+    assert!(found.is_empty(), "{found:#?}");
+
+    let described = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        tool.description.as_deref().unwrap().to_owned()
+    };
+    let ask_user = described("ask_user");
+    assert!(
+        ask_user.contains("an array of strings for a `multi_select` one"),
+        "{ask_user}"
+    );
+    assert!(!ask_user.contains("comma-joined"), "{ask_user}");
+    assert!(!described("ask").contains("comma-joined"));
+}

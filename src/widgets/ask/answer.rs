@@ -7,8 +7,16 @@ use serde_json::{Value, json};
 
 use super::input::Question;
 use super::parse::about;
-use super::{AskParams, MAX_OTHER_CHARS, invalid};
-use crate::error::AppResult;
+use super::{AskParams, MAX_LABEL_CHARS, MAX_OTHER_CHARS, invalid};
+use crate::error::{AppError, AppResult};
+
+/// `422 unknown_option`, quoting nothing sent.
+fn not_an_option() -> AppError {
+    invalid(
+        "unknown_option",
+        "an answer is not one of the options".into(),
+    )
+}
 
 impl AskParams {
     /// Reads an answer: for question `i`, the picked labels (`answer.i`,
@@ -17,12 +25,49 @@ impl AskParams {
     /// answered with its `value` (its label when it has none); a
     /// multi-select question with an array.
     pub fn answers(&self, fields: &[(String, String)]) -> AppResult<BTreeMap<String, Value>> {
+        self.check_fields(fields)?;
         let mut answers = BTreeMap::new();
         for (i, q) in self.questions.iter().enumerate() {
             let answer = self.answer(i, q, fields).map_err(about(i, &q.question))?;
             answers.insert(q.question.clone(), answer);
         }
         Ok(answers)
+    }
+
+    /// Only the fields this form has: `answer.{i}` of each question (as
+    /// many as it has options), `other.{i}` once where a typed answer is
+    /// offered. Anything else is refused as `invalid_body`, naming no key
+    /// or value sent.
+    fn check_fields(&self, fields: &[(String, String)]) -> AppResult<()> {
+        let index = |digits: &str| {
+            let i: usize = digits.parse().ok()?;
+            (i < self.questions.len() && digits == i.to_string()).then_some(i)
+        };
+        let mut picks = vec![0; self.questions.len()];
+        let mut typed = vec![false; self.questions.len()];
+        for (key, value) in fields {
+            let declared = if let Some(i) = key.strip_prefix("answer.").and_then(index) {
+                picks[i] += 1;
+                if value.chars().count() > MAX_LABEL_CHARS {
+                    return Err(about(i, &self.questions[i].question)(not_an_option()));
+                }
+                picks[i] <= self.questions[i].options.len()
+            } else if let Some(i) = key.strip_prefix("other.").and_then(index) {
+                let first = !std::mem::replace(&mut typed[i], true);
+                first && self.freeform(&self.questions[i])
+            } else {
+                false
+            };
+            if !declared {
+                return Err(AppError::BadRequest {
+                    code: "invalid_body",
+                    message: "the answer has a field this form does not have; allowed: \
+                              `answer.N` and, where a typed answer is offered, `other.N`"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn answer(&self, i: usize, q: &Question, fields: &[(String, String)]) -> AppResult<Value> {
@@ -32,10 +77,7 @@ impl AskParams {
             .filter(|(k, v)| *k == format!("answer.{i}") && !v.is_empty())
         {
             let Some(at) = q.options.iter().position(|o| o.label == *label) else {
-                return Err(invalid(
-                    "unknown_option",
-                    format!("\"{label}\" is not an option"),
-                ));
+                return Err(not_an_option());
             };
             picked.push(at);
         }
@@ -123,12 +165,74 @@ mod tests {
             .unwrap();
         assert_eq!(answers["Env?"], "prod");
         assert_eq!(answers["Notify?"], json!(["Mail", "a pager, please"]));
-        // The first item offers no typed answer.
+        // The first item offers no typed answer: its `other.0` is no field
+        // of this form.
         let typed = p.answers(&f(&[("other.0", "qa"), ("answer.1", "Slack")]));
         assert!(matches!(
             typed,
+            Err(AppError::BadRequest {
+                code: "invalid_body",
+                ..
+            })
+        ));
+        let missing = p.answers(&f(&[("answer.1", "Slack")]));
+        assert!(matches!(
+            missing,
             Err(AppError::Invalid {
                 code: "answer_required",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn only_the_forms_own_fields_are_read_and_nothing_sent_is_quoted() {
+        let p = AskParams {
+            questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
+            simple: None,
+            default: None,
+        };
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let canary = "canary-4821";
+        for fields in [
+            vec![("answer.0", "SQLite"), ("other.1", canary)],
+            vec![("answer.0", "SQLite"), (canary, "x")],
+            vec![("other.0", "a"), ("other.0", canary)],
+            vec![("answer.00", canary)],
+            vec![
+                ("answer.0", "SQLite"),
+                ("answer.0", "SQLite"),
+                ("answer.0", canary),
+            ],
+        ] {
+            match p.answers(&f(&fields)) {
+                Err(AppError::BadRequest { code, message }) => {
+                    assert_eq!(code, "invalid_body", "{fields:?}");
+                    assert!(!message.contains(canary), "{message}");
+                }
+                other => panic!("{fields:?}: {other:?}"),
+            }
+        }
+        let long = "x".repeat(crate::widgets::ask::MAX_LABEL_CHARS + 1);
+        for label in [canary, long.as_str()] {
+            match p.answers(&f(&[("answer.0", label)])) {
+                Err(AppError::Invalid { code, message }) => {
+                    assert_eq!(code, "unknown_option");
+                    assert!(!message.contains(label), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let long = "é".repeat(crate::widgets::ask::MAX_OTHER_CHARS + 1);
+        assert!(matches!(
+            p.answers(&f(&[("other.0", &long)])),
+            Err(AppError::Invalid {
+                code: "answer_too_long",
                 ..
             })
         ));
