@@ -110,9 +110,12 @@ pub async fn hold_waits(
             () = tokio::time::sleep(WAITING_AFTER) => {}
         }
     }
-    let principal = match recheck(&state, &token).await {
-        Ok(principal) => principal,
-        Err(refused) => return refused,
+    // Every check runs while the call goes on: a call may hold a database
+    // connection or the write lock that the check itself waits for.
+    let principal = match alongside(call.as_mut(), recheck(&state, &token)).await {
+        Either::Done(response) => return finish(&state, &token, response).await,
+        Either::Checked(Ok(principal)) => principal,
+        Either::Checked(Err(refused)) => return refused,
     };
     let slot = state
         .open_streams
@@ -122,20 +125,46 @@ pub async fn hold_waits(
         Err(err) => return err.into_response(),
     };
     loop {
-        tokio::select! {
-            mut response = &mut call => {
-                response.extensions_mut().insert(Waited);
-                return match recheck(&state, &token).await {
-                    Ok(_) => response,
-                    Err(refused) => refused,
-                };
-            }
-            () = tokio::time::sleep(RECHECK) => {
-                if let Err(refused) = recheck(&state, &token).await {
-                    return refused;
-                }
-            }
+        let tick = async {
+            tokio::time::sleep(RECHECK).await;
+            recheck(&state, &token).await
+        };
+        match alongside(call.as_mut(), tick).await {
+            Either::Done(response) => return finish(&state, &token, response).await,
+            Either::Checked(Ok(_)) => {}
+            Either::Checked(Err(refused)) => return refused,
         }
+    }
+}
+
+/// What ended first: the call, or the check run beside it.
+enum Either<T> {
+    Done(Response),
+    Checked(T),
+}
+
+/// Drives `call` and `check` together until one of them ends.
+async fn alongside<F, C>(call: std::pin::Pin<&mut F>, check: C) -> Either<C::Output>
+where
+    F: Future<Output = Response>,
+    C: Future,
+{
+    tokio::select! {
+        response = call => Either::Done(response),
+        checked = check => Either::Checked(checked),
+    }
+}
+
+/// The answer of a call that waited, if its token still holds.
+async fn finish(
+    state: &AppState,
+    token: &secrecy::SecretString,
+    mut response: Response,
+) -> Response {
+    response.extensions_mut().insert(Waited);
+    match recheck(state, token).await {
+        Ok(_) => response,
+        Err(refused) => refused,
     }
 }
 

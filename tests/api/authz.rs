@@ -59,6 +59,7 @@ const TABLE: &[Row] = &[
     row("GET", "/readyz", Bearer, "*"),
     row("GET", "/metrics", Bearer, "........m"),
     row("GET", "/static/{name}", Cookie, "*"),
+    row("GET", "/favicon.ico", Cookie, "*"),
     row("GET", "/login", Cookie, "*"),
     row("POST", "/login", Cookie, "*"),
     row("POST", "/logout", Cookie, "....cvpsm"),

@@ -173,3 +173,32 @@ async fn trace_logs_never_carry_a_value_over_either_mcp_generation() {
     assert!(refused.contains("/api/v1/widgets/{id}"), "{refused}");
     assert!(!refused.contains(&widget), "{refused}");
 }
+
+/// Logs written to a file carry no colour codes; `--log-format json`
+/// writes one JSON object per line, for log shippers.
+#[tokio::test]
+async fn logs_to_a_file_are_plain_text_or_json_lines() {
+    let tmp = crate::helpers::test_dir();
+    let data = tmp.path().join("data");
+    let text = Daemon::start(&data, tmp.path(), "text");
+    let (out, err) = (text.out_log.clone(), text.err_log.clone());
+    text.stop();
+    let logs = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    assert!(logs.contains("serving"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "colour codes in a log file");
+
+    let json = Daemon::start_with(&data, tmp.path(), "json", &["--log-format", "json"]);
+    let err = json.err_log.clone();
+    json.stop();
+    let lines = std::fs::read_to_string(&err).unwrap();
+    let mut messages = Vec::new();
+    for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+        let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for key in ["timestamp", "level", "target"] {
+            assert!(event[key].is_string(), "{key} missing: {line}");
+        }
+        messages.push(event["message"].as_str().unwrap_or_default().to_owned());
+    }
+    assert!(messages.iter().any(|m| m == "serving"), "{lines}");
+    assert!(messages.iter().any(|m| m == "stopped"), "{lines}");
+}

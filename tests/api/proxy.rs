@@ -152,7 +152,7 @@ impl Nginx {
         let temp = dir.join("temp");
         std::fs::create_dir_all(&temp).unwrap();
         let conf = format!(
-            "daemon off; worker_processes 1; pid {pid}; error_log {err} warn;
+            "daemon off; master_process off; pid {pid}; error_log {err} warn;
              events {{ worker_connections 256; }}
              http {{ access_log off; client_body_temp_path {t}/body; proxy_temp_path {t}/proxy;
                     fastcgi_temp_path {t}/fastcgi; uwsgi_temp_path {t}/uwsgi; scgi_temp_path {t}/scgi;
@@ -188,6 +188,7 @@ impl Nginx {
 }
 
 impl Drop for Nginx {
+    /// One process (`master_process off`), so killing it leaves no worker.
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
