@@ -11,16 +11,14 @@ use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
 use super::{
-    AuditCommand, Cli, Command, ConnectArgs, DbCommand, EnvCommand, HostArgs, KeysCommand,
-    ServeArgs, SessionCommand, TokenCommand, UserCommand,
+    AuditCommand, Cli, Command, DbCommand, EnvCommand, KeysCommand, ServeArgs, SessionCommand,
+    TokenCommand, UserCommand,
 };
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::{self, Role, passwords, tokens::TokenScopes};
-use crate::connect;
 use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
 use crate::db::{DB_FILE, DatabaseUrl, Db};
 use crate::exec::{self, ExecOptions};
-use crate::host::{self as agent_host, HostOptions};
 use crate::ids::{SessionId, TokenId};
 use crate::secrets::{self, EnvVarName, SecretValue, Target};
 use crate::startup::{self, DataDir};
@@ -61,10 +59,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             return Ok(u8::try_from(code).unwrap_or(1));
         }
         Command::Host(args) => {
-            let code = host(args).await?;
+            let code = super::agents::host(args).await?;
             return Ok(u8::try_from(code).unwrap_or(1));
         }
-        Command::Connect(args) => return connect(args).map(|()| 0),
+        Command::Connect(args) => return super::agents::connect(args).await.map(|()| 0),
         Command::User(cmd) => Admin::User(cmd),
         Command::Token(cmd) => Admin::Token(cmd),
         Command::Session(cmd) => Admin::Session(cmd),
@@ -841,77 +839,4 @@ fn env_entry<'a>(
         detail: Some(format!("owner={owner}")),
         ..Default::default()
     }
-}
-
-/// `widgetd host`: the token from `--token`/`WIDGETD_TOKEN` or a file, the
-/// first prompt from `--prompt` or standard input.
-async fn host(args: HostArgs) -> anyhow::Result<i32> {
-    let token = match (args.token, &args.token_file) {
-        (_, Some(path)) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?
-            .trim()
-            .to_owned(),
-        (Some(token), None) => token,
-        (None, None) => bail!("give an API token in WIDGETD_TOKEN or with --token-file"),
-    };
-    let resume = args
-        .session
-        .zip(args.agent_token)
-        .map(|(id, agent)| (id, SecretString::from(agent)));
-    let prompt = match args.prompt {
-        Some(prompt) => Some(prompt),
-        None if resume.is_none() => {
-            let mut prompt = String::new();
-            std::io::stdin()
-                .read_to_string(&mut prompt)
-                .context("cannot read the first prompt from standard input")?;
-            let prompt = prompt.trim().to_owned();
-            anyhow::ensure!(
-                !prompt.is_empty(),
-                "give the first prompt with --prompt or on standard input"
-            );
-            Some(prompt)
-        }
-        None => None,
-    };
-    agent_host::run(HostOptions {
-        url: args.url,
-        token: SecretString::from(token),
-        resume,
-        title: args.title,
-        prompt,
-        command: args.command,
-    })
-    .await
-}
-
-/// `widgetd connect`: prints each snippet under its file name, or all as JSON.
-fn connect(args: ConnectArgs) -> anyhow::Result<()> {
-    if args.inline_token && args.agent_token.is_none() {
-        bail!("--inline-token writes the token from WIDGETD_AGENT_TOKEN, which is not set");
-    }
-    SessionId::parse(&args.session)
-        .with_context(|| format!("`{}` is not a session id", args.session))?;
-    let target = connect::Target {
-        url: args.url.trim_end_matches('/'),
-        session: &args.session,
-        inline_token: args.agent_token.as_deref().filter(|_| args.inline_token),
-    };
-    let snippets = connect::snippets(args.client, &target);
-    if args.json {
-        let files: Vec<_> = snippets
-            .iter()
-            .map(|s| json!({ "file": s.file, "format": s.format.as_str(), "text": s.text }))
-            .collect();
-        let out =
-            json!({ "client": args.client.name(), "session_id": args.session, "files": files });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    // File names go to stderr, so that one snippet can be redirected as is.
-    for snippet in snippets {
-        eprintln!("# {} (merge into what is there):", snippet.file);
-        println!("{}", snippet.text);
-    }
-    Ok(())
 }
