@@ -1,6 +1,7 @@
 //! Integration tests: a real SQLite file per test, real HTTP on a real port,
 //! and the real `widgetd` binary where the command line is under test.
 
+mod agents;
 mod approvals;
 mod auth_cache;
 mod authz;

@@ -1,0 +1,93 @@
+//! Codex and Gemini CLI, the real ones, read the config `widgetd connect`
+//! writes and reach widgetd's MCP server with the agent token from the
+//! environment.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::connect_files;
+use super::harness::{Workspace, cli, wait_bounded};
+use crate::helpers::{Scene, TestApp, scene, spawn_app, widgetd};
+
+/// The config `widgetd connect CLIENT --session S --json` prints, written
+/// where the client reads it.
+async fn connected(client: &str) -> (TestApp, Scene, Workspace) {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let ws = Workspace::new();
+    let mut command = widgetd(&app.data_dir());
+    command
+        .args(["connect", client, "--session", &s.session, "--json"])
+        .env("WIDGETD_URL", &app.url)
+        .env("WIDGETD_AGENT_TOKEN", &s.agent);
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .unwrap();
+    for (file, text) in connect_files(&out) {
+        ws.write(&file, &text);
+    }
+    (app, s, ws)
+}
+
+/// Runs `program args` in the workspace (bounded to 90 s) on a thread, so
+/// that the in-process daemon goes on answering; its stdout and stderr.
+async fn run(ws: &Workspace, program: std::path::PathBuf, args: &[&str], agent: &str) -> String {
+    let mut command = ws.command(program, "http://127.0.0.1:9");
+    command
+        .args(args)
+        .env("WIDGETD_AGENT_TOKEN", agent)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = format!("{args:?}");
+    tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().unwrap();
+        let status = wait_bounded(&mut child, Duration::from_secs(90), &what);
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(status.success(), "{what} failed: {text}");
+        text
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn codex_reads_the_server_from_its_config() {
+    let codex = cli("codex");
+    let (app, s, ws) = connected("codex").await;
+    let out = run(&ws, codex, &["mcp", "get", "widgetd", "--json"], &s.agent).await;
+    let json = &out[out.find('{').expect(&out)..];
+    let server: serde_json::Value = serde_json::Deserializer::from_str(json)
+        .into_iter()
+        .next()
+        .expect(&out)
+        .expect(&out);
+    let transport = &server["transport"];
+    assert_eq!(transport["type"], "streamable_http", "{server}");
+    assert_eq!(transport["url"], format!("{}/mcp", app.url), "{server}");
+    assert_eq!(transport["bearer_token_env_var"], "WIDGETD_AGENT_TOKEN");
+    // Above the longest wait, so that Codex does not cut a waiting call.
+    let timeout = server["tool_timeout_sec"]
+        .as_f64()
+        .expect("tool_timeout_sec");
+    assert!(timeout > widgetd::widgets::MAX_WAIT_SECS as f64, "{server}");
+}
+
+#[tokio::test]
+async fn gemini_cli_connects_with_the_token_from_the_environment() {
+    let gemini = cli("gemini");
+    let (_app, s, ws) = connected("gemini").await;
+    // Gemini CLI loads MCP servers only in a folder the person trusted (it
+    // asks once, interactively); the answer is kept in this file.
+    let trusted = serde_json::json!({ ws.project.to_str().unwrap(): "TRUST_FOLDER" });
+    ws.write("~/.gemini/trustedFolders.json", &trusted.to_string());
+    let out = run(&ws, gemini, &["mcp", "list"], &s.agent).await;
+    assert!(out.contains("widgetd"), "{out}");
+    assert!(out.contains("Connected"), "{out}");
+}
