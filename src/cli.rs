@@ -1,9 +1,12 @@
 //! The command line: every command takes `--data-dir` / `WIDGETD_DATA_DIR`
 //! (and `--database-url` / `WIDGETD_DATABASE_URL`), every listing `--json`.
 
+mod accounts;
 mod agents;
 mod commands;
+mod data;
 mod sessions;
+mod vault;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
