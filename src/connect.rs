@@ -191,8 +191,11 @@ fn codex(t: &Target) -> String {
         ),
         None => format!("bearer_token_env_var = {}", quote(TOKEN_VAR)),
     };
+    // `approve`: widgetd's tools only ask the person, and `codex exec`
+    // (approval policy `never`) refuses an MCP call that needs approval.
     format!(
-        "[mcp_servers.widgetd]\nurl = {}\n{auth}\ntool_timeout_sec = {CODEX_TOOL_TIMEOUT_SECS}\n",
+        "[mcp_servers.widgetd]\nurl = {}\n{auth}\ntool_timeout_sec = {CODEX_TOOL_TIMEOUT_SECS}\n\
+         default_tools_approval_mode = \"approve\"\n",
         quote(&t.mcp_url())
     )
 }

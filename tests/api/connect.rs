@@ -152,6 +152,11 @@ async fn codex_gets_toml_with_the_bearer_token_from_the_environment() {
         timeout > widgetd::widgets::MAX_WAIT_SECS as i64,
         "{timeout}"
     );
+    // `codex exec` refuses an MCP call that needs approval.
+    assert_eq!(
+        server["default_tools_approval_mode"].as_str(),
+        Some("approve")
+    );
 
     let files = connect(&app, &s, "codex", &["--inline-token"], None).await;
     let config: toml::Table = files[0].2.parse().unwrap();

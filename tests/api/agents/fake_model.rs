@@ -1,8 +1,10 @@
-//! A loopback fake of the Anthropic Messages API (`POST /v1/messages`,
-//! streamed as server-sent events), scripted per test: it decides which
-//! tool the "model" calls with which input, then ends the turn. Claude Code
-//! is pointed at it with `ANTHROPIC_BASE_URL`; everything else (its MCP
-//! client, hooks, permission logic) is the real CLI's.
+//! A loopback fake of the model APIs, scripted per test: it decides which
+//! tool the "model" calls with which input, then ends the turn. It speaks
+//! the Anthropic Messages API (`POST /v1/messages`, Claude Code through
+//! `ANTHROPIC_BASE_URL`) and the OpenAI Responses API (`POST
+//! /v1/responses`, Codex through a `model_providers` entry), both streamed
+//! as server-sent events; everything else (the CLI's MCP client, hooks,
+//! permission logic) is the real CLI's.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -37,7 +39,7 @@ impl Step {
 }
 
 #[derive(Default)]
-struct Shared {
+pub(super) struct Shared {
     script: Mutex<VecDeque<Step>>,
     /// The bodies of the requests that consumed a step, in order.
     requests: Mutex<Vec<Value>>,
@@ -55,6 +57,7 @@ impl FakeModel {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/messages", post(messages))
+            .route("/v1/responses", post(super::fake_responses::responses))
             .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -103,8 +106,20 @@ impl FakeModel {
     }
 }
 
-/// The text of the last `tool_result` block of a request's last message.
-fn last_tool_result(request: &Value) -> Option<String> {
+/// The text of the last tool result of a request: a `tool_result` block
+/// of its last message (Messages API) or its last `function_call_output`
+/// item (Responses API).
+pub(super) fn last_tool_result(request: &Value) -> Option<String> {
+    if let Some(input) = request["input"].as_array() {
+        let output = input
+            .iter()
+            .rev()
+            .find(|i| i["type"] == "function_call_output")?;
+        return Some(match &output["output"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        });
+    }
     let last = request["messages"].as_array()?.last()?;
     let block = last["content"]
         .as_array()?
@@ -122,25 +137,31 @@ fn last_tool_result(request: &Value) -> Option<String> {
     })
 }
 
+impl Shared {
+    /// The step that answers `request`. Side calls (no tools: titles,
+    /// summaries) get a plain answer and play no step.
+    pub(super) fn next(&self, request: &Value) -> Step {
+        let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let step = if has_tools {
+            let step = self.script.lock().unwrap().pop_front();
+            self.requests.lock().unwrap().push(request.clone());
+            step.unwrap_or_else(|| Step::Say("Nothing more to do.".into()))
+        } else {
+            Step::Say("none".into())
+        };
+        match step {
+            Step::SayLastResult => Step::Say(format!(
+                "The tool said: {}",
+                last_tool_result(request).unwrap_or_default()
+            )),
+            step => step,
+        }
+    }
+}
+
 async fn messages(State(shared): State<Arc<Shared>>, body: String) -> Response {
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-    // Side calls (no tools: titles, summaries) get a plain answer and play
-    // no step.
-    let step = if has_tools {
-        let step = shared.script.lock().unwrap().pop_front();
-        shared.requests.lock().unwrap().push(request.clone());
-        step.unwrap_or_else(|| Step::Say("Nothing more to do.".into()))
-    } else {
-        Step::Say("none".into())
-    };
-    let step = match step {
-        Step::SayLastResult => Step::Say(format!(
-            "The tool said: {}",
-            last_tool_result(&request).unwrap_or_default()
-        )),
-        step => step,
-    };
+    let step = shared.next(&request);
     let model = request["model"]
         .as_str()
         .unwrap_or("claude-fake")

@@ -173,7 +173,13 @@ impl Workspace {
             ("DISABLE_ERROR_REPORTING", "1"),
             ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1"),
             ("GEMINI_CLI_NO_RELAUNCH", "true"),
+            // Anything but loopback goes to a dead loopback proxy: no
+            // CLI reaches out to its vendor during a test.
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("HTTP_PROXY", "http://127.0.0.1:9"),
+            ("ALL_PROXY", "http://127.0.0.1:9"),
             ("NO_PROXY", "127.0.0.1,localhost"),
+            ("OTEL_SDK_DISABLED", "true"),
             ("NO_COLOR", "1"),
             ("CI", "1"),
         ];

@@ -6,6 +6,7 @@
 mod claude;
 mod docs;
 mod fake_model;
+mod fake_responses;
 mod harness;
 mod others;
 

@@ -5,8 +5,11 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::connect_files;
+use serde_json::json;
+
+use super::fake_model::{FakeModel, Step};
 use super::harness::{Workspace, cli, wait_bounded};
+use super::{connect_files, widget_of};
 use crate::helpers::{Scene, TestApp, scene, spawn_app, widgetd};
 
 /// The config `widgetd connect CLIENT --session S --json` prints, written
@@ -34,6 +37,7 @@ async fn connected(client: &str) -> (TestApp, Scene, Workspace) {
 /// that the in-process daemon goes on answering; its stdout and stderr.
 async fn run(ws: &Workspace, program: std::path::PathBuf, args: &[&str], agent: &str) -> String {
     let mut command = ws.command(program, "http://127.0.0.1:9");
+    command.env("FAKE_MODEL_KEY", "fake-key-for-tests");
     command
         .args(args)
         .env("WIDGETD_AGENT_TOKEN", agent)
@@ -90,4 +94,36 @@ async fn gemini_cli_connects_with_the_token_from_the_environment() {
     let out = run(&ws, gemini, &["mcp", "list"], &s.agent).await;
     assert!(out.contains("widgetd"), "{out}");
     assert!(out.contains("Connected"), "{out}");
+}
+
+#[tokio::test]
+async fn codex_exec_calls_widgetds_tools_with_the_connect_config() {
+    let codex = cli("codex");
+    let model = FakeModel::start().await;
+    let (app, s, ws) = connected("codex").await;
+    // The model: a provider entry pointing Codex at the fake, before the
+    // `connect` snippet (top-level keys come before any table).
+    let config = ws.home.join(".codex/config.toml");
+    let snippet = std::fs::read_to_string(&config).unwrap();
+    let provider = format!(
+        "model = \"gpt-fake\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\n\
+         name = \"fake\"\nbase_url = \"{}/v1\"\nenv_key = \"FAKE_MODEL_KEY\"\n\
+         wire_api = \"responses\"\nsupports_websockets = false\n\n",
+        model.url
+    );
+    std::fs::write(&config, provider + &snippet).unwrap();
+    let ask = json!({ "names": ["DEMO_KEY"], "reason": "to call the demo API" });
+    model.script([
+        Step::tool("mcp__widgetd__request_env_vars", ask),
+        Step::SayLastResult,
+    ]);
+    let args = ["exec", "--skip-git-repo-check", "Ask for DEMO_KEY"];
+    let out = run(&ws, codex, &args, &s.agent).await;
+    // `codex exec` approves nothing itself: the snippet's approval mode
+    // lets widgetd's own tools through, and the card is there.
+    widget_of(&app, &s.session, "env_vars", "pending", || Ok(())).await;
+    assert!(out.contains("The tool said:"), "{out}");
+    let result = model.tool_results().pop().expect("no tool result");
+    assert!(result.contains("pending"), "{result}");
+    assert_eq!(model.left(), 0);
 }

@@ -1,0 +1,50 @@
+//! The OpenAI Responses API side of the fake model (`POST /v1/responses`,
+//! streamed), as Codex speaks it: a tool call is a `function_call` item;
+//! an MCP tool is named inside its server's namespace (`mcp__widgetd`).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::fake_model::{Shared, Step};
+
+pub(super) async fn responses(State(shared): State<Arc<Shared>>, body: String) -> Response {
+    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let step = shared.next(&request);
+    let id = format!("resp_{}", uuid::Uuid::new_v4().simple());
+    let item = match &step {
+        Step::Tool { name, input } => {
+            // `mcp__widgetd__request_env_vars`: namespace and tool.
+            let (namespace, tool) = name.rsplit_once("__").unwrap_or(("", name));
+            let mut item = json!({
+                "type": "function_call", "id": "fc_1",
+                "call_id": format!("call_{}", uuid::Uuid::new_v4().simple()),
+                "name": tool, "arguments": input.to_string(),
+            });
+            if !namespace.is_empty() {
+                item["namespace"] = json!(namespace);
+            }
+            item
+        }
+        Step::Say(text) => json!({
+            "type": "message", "id": "msg_1", "role": "assistant",
+            "content": [{ "type": "output_text", "text": text, "annotations": [] }],
+        }),
+        Step::SayLastResult => unreachable!("resolved by next()"),
+    };
+    let usage = json!({ "input_tokens": 10, "input_tokens_details": null,
+        "output_tokens": 5, "output_tokens_details": null, "total_tokens": 15 });
+    let events = [
+        json!({ "type": "response.created", "response": { "id": id } }),
+        json!({ "type": "response.output_item.done", "output_index": 0, "item": item }),
+        json!({ "type": "response.completed", "response": { "id": id, "usage": usage } }),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+}
