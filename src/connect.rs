@@ -229,10 +229,13 @@ fn vscode(t: &Target) -> Value {
     })
 }
 
+/// `trust`: widgetd's tools only ask the person, and without it Gemini CLI
+/// leaves a server's tools out of a non-interactive run (`gemini -p`).
 fn gemini(t: &Target) -> Value {
     json!({ "mcpServers": { "widgetd": {
         "httpUrl": t.mcp_url(),
         "headers": bearer(t.token(&format!("${TOKEN_VAR}"))),
+        "trust": true,
     }}})
 }
 

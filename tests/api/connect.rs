@@ -202,6 +202,8 @@ async fn cursor_vscode_gemini_and_generic_get_their_own_shapes() {
         "~/.gemini/settings.json",
     );
     let server = &gemini["mcpServers"]["widgetd"];
+    // Without it `gemini -p` leaves widgetd's tools out.
+    assert_eq!(server["trust"], true);
     assert_eq!(server["httpUrl"], mcp_url);
     assert_eq!(
         server["headers"]["Authorization"],

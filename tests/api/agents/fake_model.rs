@@ -58,6 +58,10 @@ impl FakeModel {
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/responses", post(super::fake_responses::responses))
+            .route(
+                "/v1beta/models/{call}",
+                post(super::fake_responses::generate_content),
+            )
             .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -119,6 +123,13 @@ pub(super) fn last_tool_result(request: &Value) -> Option<String> {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         });
+    }
+    if let Some(contents) = request["contents"].as_array() {
+        let part = contents
+            .iter()
+            .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+            .rfind(|p| p.get("functionResponse").is_some())?;
+        return Some(part["functionResponse"]["response"].to_string());
     }
     let last = request["messages"].as_array()?.last()?;
     let block = last["content"]

@@ -35,9 +35,15 @@ async fn connected(client: &str) -> (TestApp, Scene, Workspace) {
 
 /// Runs `program args` in the workspace (bounded to 90 s) on a thread, so
 /// that the in-process daemon goes on answering; its stdout and stderr.
-async fn run(ws: &Workspace, program: std::path::PathBuf, args: &[&str], agent: &str) -> String {
+async fn run(
+    ws: &Workspace,
+    program: std::path::PathBuf,
+    args: &[&str],
+    agent: &str,
+    extra: &[(&str, &str)],
+) -> String {
     let mut command = ws.command(program, "http://127.0.0.1:9");
-    command.env("FAKE_MODEL_KEY", "fake-key-for-tests");
+    command.envs(extra.iter().copied());
     command
         .args(args)
         .env("WIDGETD_AGENT_TOKEN", agent)
@@ -65,7 +71,14 @@ async fn run(ws: &Workspace, program: std::path::PathBuf, args: &[&str], agent: 
 async fn codex_reads_the_server_from_its_config() {
     let codex = cli("codex");
     let (app, s, ws) = connected("codex").await;
-    let out = run(&ws, codex, &["mcp", "get", "widgetd", "--json"], &s.agent).await;
+    let out = run(
+        &ws,
+        codex,
+        &["mcp", "get", "widgetd", "--json"],
+        &s.agent,
+        &[],
+    )
+    .await;
     let json = &out[out.find('{').expect(&out)..];
     let server: serde_json::Value = serde_json::Deserializer::from_str(json)
         .into_iter()
@@ -87,11 +100,8 @@ async fn codex_reads_the_server_from_its_config() {
 async fn gemini_cli_connects_with_the_token_from_the_environment() {
     let gemini = cli("gemini");
     let (_app, s, ws) = connected("gemini").await;
-    // Gemini CLI loads MCP servers only in a folder the person trusted (it
-    // asks once, interactively); the answer is kept in this file.
-    let trusted = serde_json::json!({ ws.project.to_str().unwrap(): "TRUST_FOLDER" });
-    ws.write("~/.gemini/trustedFolders.json", &trusted.to_string());
-    let out = run(&ws, gemini, &["mcp", "list"], &s.agent).await;
+    trust_folder(&ws);
+    let out = run(&ws, gemini, &["mcp", "list"], &s.agent, &[]).await;
     assert!(out.contains("widgetd"), "{out}");
     assert!(out.contains("Connected"), "{out}");
 }
@@ -118,9 +128,46 @@ async fn codex_exec_calls_widgetds_tools_with_the_connect_config() {
         Step::SayLastResult,
     ]);
     let args = ["exec", "--skip-git-repo-check", "Ask for DEMO_KEY"];
-    let out = run(&ws, codex, &args, &s.agent).await;
+    let key = [("FAKE_MODEL_KEY", "fake-key-for-tests")];
+    let out = run(&ws, codex, &args, &s.agent, &key).await;
     // `codex exec` approves nothing itself: the snippet's approval mode
     // lets widgetd's own tools through, and the card is there.
+    widget_of(&app, &s.session, "env_vars", "pending", || Ok(())).await;
+    assert!(out.contains("The tool said:"), "{out}");
+    let result = model.tool_results().pop().expect("no tool result");
+    assert!(result.contains("pending"), "{result}");
+    assert_eq!(model.left(), 0);
+}
+
+/// Gemini CLI loads MCP servers only in a folder the person trusted (it
+/// asks once, interactively); the answer is kept in this file.
+fn trust_folder(ws: &Workspace) {
+    let trusted = json!({ ws.project.to_str().unwrap(): "TRUST_FOLDER" });
+    ws.write("~/.gemini/trustedFolders.json", &trusted.to_string());
+}
+
+#[tokio::test]
+async fn gemini_cli_calls_widgetds_tools_with_the_connect_config() {
+    let gemini = cli("gemini");
+    let model = FakeModel::start().await;
+    let (app, s, ws) = connected("gemini").await;
+    trust_folder(&ws);
+    // The model: an API key, and `GOOGLE_GEMINI_BASE_URL` for the fake.
+    let settings = ws.home.join(".gemini/settings.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    config["security"] = json!({ "auth": { "selectedType": "gemini-api-key" } });
+    std::fs::write(&settings, config.to_string()).unwrap();
+    let ask = json!({ "names": ["DEMO_KEY"], "reason": "to call the demo API" });
+    model.script([
+        Step::tool("mcp_widgetd_request_env_vars", ask),
+        Step::SayLastResult,
+    ]);
+    let env = [
+        ("GEMINI_API_KEY", "fake-key-for-tests"),
+        ("GOOGLE_GEMINI_BASE_URL", model.url.as_str()),
+    ];
+    let out = run(&ws, gemini, &["-p", "Ask for DEMO_KEY"], &s.agent, &env).await;
     widget_of(&app, &s.session, "env_vars", "pending", || Ok(())).await;
     assert!(out.contains("The tool said:"), "{out}");
     let result = model.tool_results().pop().expect("no tool result");
