@@ -33,10 +33,16 @@ fn install() {
     if std::fs::read(&stamp).ok().as_deref() == Some(&wanted[..]) {
         return;
     }
-    eprintln!(
+    // Straight to stderr, past the test harness's capture: a first run
+    // shows why it takes a minute.
+    let say = |line: String| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{line}");
+    };
+    say(format!(
         "installing the pinned agent CLIs in {} with `npm ci` (once; about 900 MB)…",
         dir.display()
-    );
+    ));
     let started = Instant::now();
     let mut child = Command::new("npm")
         .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund"])
@@ -76,7 +82,10 @@ fn install() {
         "claude-code's install.cjs failed ({placed})"
     );
     std::fs::write(&stamp, &wanted).unwrap();
-    eprintln!("installed the agent CLIs in {:.0?}", started.elapsed());
+    say(format!(
+        "installed the agent CLIs in {:.0?}",
+        started.elapsed()
+    ));
 }
 
 /// Waits for `child` at most `limit`; kills it and fails after that.
