@@ -1,31 +1,23 @@
 //! What each command does. Thin: parse, call the library, print.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::json;
 use tokio::net::TcpListener;
-use zeroize::Zeroizing;
 
 use super::{
-    AuditCommand, Cli, Command, ConnectArgs, DbCommand, EnvCommand, HostArgs, KeysCommand,
-    ServeArgs, SessionCommand, TokenCommand, UserCommand,
+    AuditCommand, Cli, Command, DbCommand, EnvCommand, KeysCommand, ServeArgs, SessionCommand,
+    TokenCommand, UserCommand,
 };
 use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::auth::{self, Role, passwords, tokens::TokenScopes};
-use crate::connect;
-use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
-use crate::db::{DB_FILE, DatabaseUrl, Db};
+use crate::auth::{self, Role, passwords};
+use crate::db::{DB_FILE, DatabaseUrl};
 use crate::exec::{self, ExecOptions};
-use crate::host::{self as agent_host, HostOptions};
-use crate::ids::{SessionId, TokenId};
-use crate::secrets::{self, EnvVarName, SecretValue, Target};
 use crate::startup::{self, DataDir};
 use crate::web::DbSessionStore;
-use crate::{AppState, Settings, clock, sessions, widgets};
+use crate::{AppState, Settings, widgets};
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -37,17 +29,32 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     let admin = match command {
         Command::Serve(args) => return serve(&dir, database.as_ref(), args).await.map(|()| 0),
         Command::Backup { path } => {
-            return backup(&dir, database.as_ref(), &path).await.map(|()| 0);
+            return super::data::backup(&dir, database.as_ref(), &path)
+                .await
+                .map(|()| 0);
         }
         Command::Restore {
             backup,
             key_file,
             force,
-        } => return restore(&dir, database.as_ref(), &backup, key_file.as_deref(), force).await,
-        Command::Db(DbCommand::Copy { from, to, json }) => {
-            return copy_database(&from, &to, json).await.map(|()| 0);
+        } => {
+            return super::data::restore(
+                &dir,
+                database.as_ref(),
+                &backup,
+                key_file.as_deref(),
+                force,
+            )
+            .await;
         }
-        Command::Check { quick, json } => return check(&dir, database.as_ref(), quick, json).await,
+        Command::Db(DbCommand::Copy { from, to, json }) => {
+            return super::data::copy_database(&from, &to, json)
+                .await
+                .map(|()| 0);
+        }
+        Command::Check { quick, json } => {
+            return super::data::check(&dir, database.as_ref(), quick, json).await;
+        }
         Command::Exec(args) => {
             let code = exec::run(ExecOptions {
                 url: args.url,
@@ -61,10 +68,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             return Ok(u8::try_from(code).unwrap_or(1));
         }
         Command::Host(args) => {
-            let code = host(args).await?;
+            let code = super::agents::host(args).await?;
             return Ok(u8::try_from(code).unwrap_or(1));
         }
-        Command::Connect(args) => return connect(args).map(|()| 0),
+        Command::Connect(args) => return super::agents::connect(args).await.map(|()| 0),
         Command::User(cmd) => Admin::User(cmd),
         Command::Token(cmd) => Admin::Token(cmd),
         Command::Session(cmd) => Admin::Session(cmd),
@@ -76,12 +83,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     let data = startup::open(&dir, Some(&url)).await?;
     let db = data.db.clone();
     let result = match admin {
-        Admin::User(cmd) => user(&data, cmd).await,
-        Admin::Token(cmd) => token(&data, cmd).await,
+        Admin::User(cmd) => super::accounts::user(&data, cmd).await,
+        Admin::Token(cmd) => super::accounts::token(&data, cmd).await,
         Admin::Session(cmd) => super::sessions::run(data, cmd).await,
-        Admin::Env(cmd) => env(&data, cmd).await,
-        Admin::Keys(cmd) => keys(&data, cmd).await,
-        Admin::Audit(cmd) => audit(&data, cmd).await,
+        Admin::Env(cmd) => super::vault::env(&data, cmd).await,
+        Admin::Keys(cmd) => super::vault::keys(&data, cmd).await,
+        Admin::Audit(cmd) => super::data::audit(&data, cmd).await,
     };
     // Closing checkpoints the WAL, so the database file is complete and
     // stable once the command returns.
@@ -332,589 +339,12 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     })
 }
 
-/// A password from stdin (one line, the newline removed) or a generated one.
-fn password_from(stdin: bool) -> anyhow::Result<(SecretString, bool)> {
-    if !stdin {
-        return Ok((passwords::generate(), true));
-    }
-    let mut line = Zeroizing::new(String::new());
-    std::io::stdin()
-        .read_line(&mut line)
-        .context("cannot read the password from standard input")?;
-    let password = line.strip_suffix('\n').unwrap_or(&line);
-    let password = password.strip_suffix('\r').unwrap_or(password);
-    Ok((SecretString::from(password), false))
-}
-
-async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.begin_write().await?;
-    match cmd {
-        UserCommand::Add {
-            name,
-            role,
-            password_stdin,
-        } => {
-            let (password, generated) = password_from(password_stdin)?;
-            let shown = generated.then(|| SecretString::from(password.expose_secret()));
-            let user = auth::create_user(&mut tx, &name, role, password).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "user.add",
-                    detail: Some(
-                        format!("user={}; role={:?}", user.name, user.role).to_lowercase(),
-                    ),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            println!("added {} ({:?})", user.name, user.role);
-            if let Some(p) = shown {
-                println!("password (shown once): {}", p.expose_secret());
-            }
-        }
-        UserCommand::Passwd {
-            name,
-            password_stdin,
-        } => {
-            let (password, generated) = password_from(password_stdin)?;
-            let shown = generated.then(|| SecretString::from(password.expose_secret()));
-            auth::set_password(&mut tx, &name, password).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "user.passwd",
-                    detail: Some(format!("user={name}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            println!("password of {name} changed");
-            if let Some(p) = shown {
-                println!("new password (shown once): {}", p.expose_secret());
-            }
-        }
-        UserCommand::List { json } => {
-            let users = auth::list_users(&mut tx).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&users)?);
-            } else {
-                for u in users {
-                    let state = if u.disabled { " (disabled)" } else { "" };
-                    println!("{:<24} {:?}{state}", u.name, u.role);
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.begin_write().await?;
-    match cmd {
-        TokenCommand::Create { user, scope, json } => {
-            let scopes = TokenScopes::parse(&scope)?;
-            let owner = auth::find_user(&mut tx, &user).await?;
-            let (id, token) = auth::create_api_token(&mut tx, &owner.id, &scopes).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "token.create",
-                    detail: Some(format!("token={id}; user={user}; scopes={scopes}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            if json {
-                println!(
-                    "{}",
-                    json!({ "token": token.expose_secret(), "id": id, "scopes": scopes })
-                );
-            } else {
-                println!("{}", token.expose_secret());
-                eprintln!("token {id} for {user} with scopes {scopes}; it is shown only this once");
-            }
-        }
-        TokenCommand::Revoke { id } => {
-            let id =
-                TokenId::parse(&id).context("a token id is a UUID, as printed by `token list`")?;
-            auth::revoke_api_token(&mut tx, &id).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "token.revoke",
-                    detail: Some(format!("token={id}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            println!("revoked {id}");
-        }
-        TokenCommand::List { json } => {
-            let rows = auth::list_api_tokens(&mut tx).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                for t in rows {
-                    let state = if t.revoked_at.is_some() {
-                        "revoked"
-                    } else {
-                        "live"
-                    };
-                    println!(
-                        "{}  {:<16} {:<28} {state}  {}",
-                        t.id,
-                        t.user,
-                        t.scopes,
-                        clock::rfc3339(t.created_at)
-                    );
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn target_of(session: Option<String>) -> anyhow::Result<Target> {
-    match session {
-        None => Ok(Target::Global),
-        Some(id) => Ok(Target::Session(
-            SessionId::parse(&id).context("--session takes a session id (a UUID)")?,
-        )),
-    }
-}
-
-async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
-    let mut tx = data.db.begin_write().await?;
-    match cmd {
-        EnvCommand::Set {
-            name,
-            user,
-            session,
-        } => {
-            let owner = auth::find_user(&mut tx, &user).await?;
-            let name = EnvVarName::parse(&name)?;
-            let target = target_of(session)?;
-            if let Target::Session(id) = &target {
-                let s = sessions::get_session(&mut tx, id).await?;
-                anyhow::ensure!(
-                    s.creator_id == owner.id,
-                    "session {id} belongs to another user"
-                );
-            }
-            let mut raw = Zeroizing::new(String::new());
-            std::io::stdin()
-                .read_to_string(&mut raw)
-                .context("cannot read the value from standard input (it must be UTF-8)")?;
-            let value = SecretValue::parse(&name, SecretString::from(raw.as_str()))?;
-            secrets::set_value(
-                &mut tx,
-                &data.keyring,
-                &owner.id,
-                &target,
-                &name,
-                &value,
-                &owner.id,
-            )
-            .await?;
-            operator_audit(&mut tx, env_entry("env.set", &target, &name, &user)).await?;
-            tx.commit().await?;
-            println!("set {name} ({}) for {user}", target.scope());
-        }
-        EnvCommand::Delete {
-            name,
-            user,
-            session,
-        } => {
-            let owner = auth::find_user(&mut tx, &user).await?;
-            let name = EnvVarName::parse(&name)?;
-            let target = target_of(session)?;
-            secrets::delete_value(&mut tx, &owner.id, &target, &name).await?;
-            operator_audit(&mut tx, env_entry("env.delete", &target, &name, &user)).await?;
-            tx.commit().await?;
-            println!("deleted {name} ({}) of {user}", target.scope());
-        }
-        EnvCommand::List { user, json } => {
-            let owner = auth::find_user(&mut tx, &user).await?;
-            let vars = secrets::list_env_vars(&mut tx, &owner.id).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&vars)?);
-            } else {
-                for v in vars {
-                    let session = v.session_id.map(|s| s.to_string()).unwrap_or_default();
-                    println!(
-                        "{:<32} {:<8} {session:<36} {} by {}",
-                        v.name, v.scope, v.updated_at, v.updated_by
-                    );
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()> {
-    match cmd {
-        KeysCommand::Status { json } => {
-            let status = Keyring::status(&mut *data.db.read.acquire().await?).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&status)?);
-            } else {
-                for k in status {
-                    let newest = if k.newest {
-                        "  (newest: encrypts new writes)"
-                    } else {
-                        ""
-                    };
-                    println!(
-                        "key {:>3}  created {}  encrypts {} value(s){newest}",
-                        k.key_id, k.created_at, k.env_vars
-                    );
-                }
-            }
-        }
-        KeysCommand::Rotate => {
-            let mut tx = data.db.begin_write().await?;
-            let id = data.keyring.rotate(&mut tx).await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "keys.rotate",
-                    detail: Some(format!("key_id={id}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            println!(
-                "created data key {id}; new writes use it. Run `widgetd keys reencrypt` to move older values onto it."
-            );
-        }
-        KeysCommand::Rekey { new_key_stdin } => rekey(data, new_key_stdin).await?,
-        KeysCommand::Reencrypt => {
-            let moved = secrets::reencrypt_all(&data.db, &data.keyring, 200, |done, total| {
-                eprintln!("re-encrypted {done}/{total}");
-            })
-            .await?;
-            let mut tx = data.db.begin_write().await?;
-            operator_audit(
-                &mut tx,
-                Entry {
-                    action: "keys.reencrypt",
-                    detail: Some(format!("rows={moved}")),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            println!("re-encrypted {moved} value(s) with the newest data key");
-        }
-    }
-    Ok(())
-}
-
-/// Rewraps the keyring under a new master key. With a key file, the new key
-/// is written beside the old one first, the database switched in one
-/// transaction, then the file renamed into place; a crash in between leaves
-/// `master.key.new`, which the next start picks up.
-async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
-    let new = if new_key_stdin {
-        let mut text = Zeroizing::new(String::new());
-        std::io::stdin().read_to_string(&mut text)?;
-        MasterKey::from_base64(&text, MasterKeySource::Env)
-            .context("the new master key on standard input")?
-    } else {
-        MasterKey::generate()
-    };
-    match &data.master_source {
-        MasterKeySource::File(path) => {
-            let staged = path.with_extension("key.new");
-            new.write_new_file(&staged).with_context(|| {
-                format!(
-                    "remove {} if a previous rekey was abandoned",
-                    staged.display()
-                )
-            })?;
-            let count = rewrap_all(data, &new).await?;
-            std::fs::rename(&staged, path)
-                .context("the keyring was rewrapped but the key file could not be renamed")?;
-            println!(
-                "rewrapped {count} data key(s) under a new master key in {}; back that file up now",
-                path.display()
-            );
-        }
-        MasterKeySource::Env => {
-            let count = rewrap_all(data, &new).await?;
-            println!(
-                "rewrapped {count} data key(s). Set WIDGETD_MASTER_KEY to the new key before the next start:"
-            );
-            if !new_key_stdin {
-                println!("{}", new.to_base64().as_str());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Rewraps every data key under `new` in one audited transaction.
-async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
-    let mut tx = data.db.begin_write().await?;
-    let count = rewrap_keyring(&mut tx, &data.master, new).await?;
-    operator_audit(
-        &mut tx,
-        Entry {
-            action: "keys.rekey",
-            detail: Some(format!("keys={count}")),
-            ..Default::default()
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(count)
-}
-
-async fn copy_database(from: &DatabaseUrl, to: &DatabaseUrl, json: bool) -> anyhow::Result<()> {
-    eprintln!("copying {from} to {to}");
-    let copied = crate::db::copy::copy(from, to).await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&copied)?);
-        return Ok(());
-    }
-    for (table, rows) in &copied.tables {
-        println!("  {table:<18} {rows} row(s)");
-    }
-    println!(
-        "copied; row counts match and the audit chain verifies ({} row(s), head {})",
-        copied.audit_rows, copied.audit_head
-    );
-    println!("next: start the daemons with --database-url {to} and the same master key");
-    Ok(())
-}
-
-async fn backup(dir: &Path, database: Option<&DatabaseUrl>, target: &Path) -> anyhow::Result<()> {
-    let source = match database {
-        None => dir.join(DB_FILE),
-        Some(DatabaseUrl::Sqlite(path)) => path.clone(),
-        Some(DatabaseUrl::Postgres(_)) => bail!(
-            "`widgetd backup` copies the embedded SQLite database; back up PostgreSQL with \
-             pg_dump (docs/operations.md, \"Several daemons\")"
-        ),
-    };
-    if !source.exists() {
-        bail!(
-            "there is no database at {}; check --data-dir",
-            source.display()
-        );
-    }
-    let db = Db::open(&source).await?;
-    db.backup(target).await?;
-    db.close().await;
-    println!(
-        "wrote a consistent copy of {} to {}",
-        source.display(),
-        target.display()
-    );
-    crate::restore::print_backup_notes(dir, target).await
-}
-
-/// `widgetd restore`: the embedded database only.
-async fn restore(
-    dir: &Path,
-    database: Option<&DatabaseUrl>,
-    backup: &Path,
-    key_file: Option<&Path>,
-    force: bool,
-) -> anyhow::Result<u8> {
-    if let Some(DatabaseUrl::Postgres(_)) = database {
-        bail!(
-            "`widgetd restore` restores the embedded SQLite database; restore PostgreSQL with pg_restore"
-        );
-    }
-    let report = crate::restore::run(crate::restore::RestoreOptions {
-        dir,
-        backup,
-        key_file,
-        force,
-    })
-    .await?;
-    println!("restored {} into {}:", backup.display(), dir.display());
-    for section in &report.sections {
-        println!("  {:<16} {}", section.name, section.summary);
-    }
-    println!(
-        "Start widgetd with --data-dir {}. Tokens revoked, users disabled and values changed since \
-         the backup are as they were then: redo those changes (docs/operations.md).",
-        dir.display()
-    );
-    Ok(0)
-}
-
-/// `widgetd check`: the report on stdout (or as JSON), exit 1 on problems.
-async fn check(
-    dir: &Path,
-    database: Option<&DatabaseUrl>,
-    quick: bool,
-    json: bool,
-) -> anyhow::Result<u8> {
-    let report = crate::check::run(dir, database, quick).await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        report.print();
-    }
-    Ok(if report.ok { 0 } else { 1 })
-}
-
-async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<()> {
-    let mut conn = data.db.read.acquire().await?;
-    match cmd {
-        AuditCommand::List {
-            since,
-            session,
-            json,
-        } => {
-            let since = since
-                .map(|t| {
-                    time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
-                        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
-                        .with_context(|| format!("--since takes an RFC 3339 time such as 2026-11-22T00:00:00Z, not `{t}`"))
-                })
-                .transpose()?;
-            let rows = crate::audit::list(&mut conn, since, session.as_deref()).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                for r in rows {
-                    // Escaped: no stored text can start a line of its own
-                    // and pass for another row.
-                    let field = |v: &Option<String>| {
-                        v.as_deref()
-                            .map_or("-".into(), |t| t.escape_default().to_string())
-                    };
-                    println!(
-                        "{:>6} {} {:<24} {:<22} session={} widget={} names={} scope={} from={} detail={}",
-                        r.id,
-                        clock::rfc3339(r.at),
-                        r.action.escape_default(),
-                        r.actor.escape_default(),
-                        field(&r.session_id),
-                        field(&r.widget_id),
-                        field(&r.names),
-                        field(&r.scope),
-                        field(&r.client_addr),
-                        field(&r.detail)
-                    );
-                }
-            }
-        }
-        AuditCommand::Verify => match crate::audit::verify(&mut conn).await? {
-            Ok(v) => println!(
-                "the audit log verifies: {} row(s), chain intact; head {}",
-                v.rows, v.head
-            ),
-            Err(broken) => bail!("{broken}"),
-        },
-    }
-    Ok(())
-}
-
 /// Records what an operator did at the command line: actor `cli`, no
 /// client address, never a value.
-async fn operator_audit(conn: &mut sqlx::AnyConnection, entry: Entry<'_>) -> anyhow::Result<()> {
+pub(super) async fn operator_audit(
+    conn: &mut sqlx::AnyConnection,
+    entry: Entry<'_>,
+) -> anyhow::Result<()> {
     audit::append(conn, &Actor::Operator, &ClientAddr::default(), entry).await?;
-    Ok(())
-}
-
-/// The audit entry of an operator's change to a user's vault.
-fn env_entry<'a>(
-    action: &'static str,
-    target: &'a Target,
-    name: &EnvVarName,
-    owner: &str,
-) -> Entry<'a> {
-    Entry {
-        action,
-        session: target.session(),
-        names: Some(name.to_string()),
-        scope: Some(target.scope()),
-        detail: Some(format!("owner={owner}")),
-        ..Default::default()
-    }
-}
-
-/// `widgetd host`: the token from `--token`/`WIDGETD_TOKEN` or a file, the
-/// first prompt from `--prompt` or standard input.
-async fn host(args: HostArgs) -> anyhow::Result<i32> {
-    let token = match (args.token, &args.token_file) {
-        (_, Some(path)) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?
-            .trim()
-            .to_owned(),
-        (Some(token), None) => token,
-        (None, None) => bail!("give an API token in WIDGETD_TOKEN or with --token-file"),
-    };
-    let resume = args
-        .session
-        .zip(args.agent_token)
-        .map(|(id, agent)| (id, SecretString::from(agent)));
-    let prompt = match args.prompt {
-        Some(prompt) => Some(prompt),
-        None if resume.is_none() => {
-            let mut prompt = String::new();
-            std::io::stdin()
-                .read_to_string(&mut prompt)
-                .context("cannot read the first prompt from standard input")?;
-            let prompt = prompt.trim().to_owned();
-            anyhow::ensure!(
-                !prompt.is_empty(),
-                "give the first prompt with --prompt or on standard input"
-            );
-            Some(prompt)
-        }
-        None => None,
-    };
-    agent_host::run(HostOptions {
-        url: args.url,
-        token: SecretString::from(token),
-        resume,
-        title: args.title,
-        prompt,
-        command: args.command,
-    })
-    .await
-}
-
-/// `widgetd connect`: prints each snippet under its file name, or all as JSON.
-fn connect(args: ConnectArgs) -> anyhow::Result<()> {
-    if args.inline_token && args.agent_token.is_none() {
-        bail!("--inline-token writes the token from WIDGETD_AGENT_TOKEN, which is not set");
-    }
-    SessionId::parse(&args.session)
-        .with_context(|| format!("`{}` is not a session id", args.session))?;
-    let target = connect::Target {
-        url: args.url.trim_end_matches('/'),
-        session: &args.session,
-        inline_token: args.agent_token.as_deref().filter(|_| args.inline_token),
-    };
-    let snippets = connect::snippets(args.client, &target);
-    if args.json {
-        let files: Vec<_> = snippets
-            .iter()
-            .map(|s| json!({ "file": s.file, "format": s.format.as_str(), "text": s.text }))
-            .collect();
-        let out =
-            json!({ "client": args.client.name(), "session_id": args.session, "files": files });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    // File names go to stderr, so that one snippet can be redirected as is.
-    for snippet in snippets {
-        eprintln!("# {} (merge into what is there):", snippet.file);
-        println!("{}", snippet.text);
-    }
     Ok(())
 }

@@ -1,19 +1,21 @@
 //! Claude Code's `http` hooks: `POST /api/v1/sessions/{id}/hooks/claude-code`
 //! takes the hook input Claude Code sends and answers with the hook output
 //! that event expects. A permission check becomes an approval widget the
-//! person decides in the browser; notifications and the end of a turn become
-//! transcript lines.
+//! person decides in the browser (see `decide`); notifications and the end
+//! of a turn become transcript lines, labelled as the agent's tool's.
 
+mod decide;
 mod output;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use self::output::{Event, Verdict};
+use self::output::Event;
 use crate::AppState;
 use crate::access::{self, Need};
 use crate::api::{parse_json, parse_query};
@@ -22,14 +24,28 @@ use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::sessions::Session;
 use crate::transcript::{self, Role};
-use crate::widgets::approval::{self, ApprovalParams, RequestApprovalInput};
-use crate::widgets::{self, Approval, Cause, WidgetStatus, check_wait};
+use crate::widgets::approval::{ApprovalParams, RequestApprovalInput};
+use crate::widgets::check_wait;
+use crate::widgets::delivery::ack_when_sent;
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
         "/api/v1/sessions/{id}/hooks/claude-code",
-        post(answer_claude_code_hook),
+        post(answer_claude_code_hook).get(check_claude_code_hook),
     )
+}
+
+/// `GET /api/v1/sessions/{id}/hooks/claude-code`: `{"session_id", "ready":
+/// true}` when this token may use the session's hooks (and its MCP tools):
+/// what `widgetd connect` and `widgetd host` check before they rely on a
+/// session and a token.
+async fn check_claude_code_hook(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<Value>> {
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+    Ok(Json(json!({ "session_id": session.id, "ready": true })))
 }
 
 /// The fields of Claude Code's hook input that widgetd reads; the others
@@ -57,45 +73,109 @@ struct WaitQuery {
 /// session's agent token, or its host).
 async fn answer_claude_code_hook(
     State(state): State<AppState>,
-    principal: Principal,
+    principal: Result<Principal, AppError>,
     client: ClientAddr,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     body: Bytes,
-) -> AppResult<Json<Value>> {
-    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
+) -> AppResult<Response> {
+    let principal = match principal {
+        Ok(principal) => principal,
+        Err(err) => return refused(err, &body),
+    };
+    let session = match access::authorize(&state, (&principal).into(), &id, Need::Act).await {
+        Ok(session) => session,
+        Err(err) => return refused(err, &body),
+    };
     let wait = check_wait(parse_query::<WaitQuery>(query.as_deref())?.wait)?;
     let input: HookInput = parse_json(&body)?;
     let event = Event::parse(&input.hook_event_name)?;
-    let actor = match principal {
-        Principal::Agent { session_id } => Actor::Agent(session_id),
-        Principal::User { user_id, .. } => Actor::User(user_id),
-    };
-    let cause = Cause {
-        actor: &actor,
-        client: &client,
+    let actor = match &principal {
+        Principal::Agent { session_id } => Actor::Agent(session_id.clone()),
+        Principal::User { user_id, .. } => Actor::User(user_id.clone()),
     };
     match event {
         Event::PreToolUse | Event::PermissionRequest => {
             let params = tool_call(&input, wait)?;
-            let verdict = decide(&state, &session, params, wait, cause).await?;
-            Ok(Json(event.answer(&verdict, wait)))
+            let decided = decide::decide(&state, &session, params, wait, &actor, &client).await?;
+            let response = Json(event.answer(&decided.verdict, wait)).into_response();
+            Ok(match decided.answered {
+                // Delivered here: the prompt is not handed out again.
+                Some(answered) => ack_when_sent(state, response, answered),
+                None => response,
+            })
         }
         Event::Notification => {
             let text = input
                 .message
                 .as_deref()
                 .unwrap_or("Claude Code needs your attention.");
-            let text = format!("Claude Code: {}", text.trim());
-            transcript::add_message(&state, &session.id, Role::System, &text).await?;
-            Ok(Json(serde_json::json!({})))
+            let text = format!("Claude Code notification: {}", text.trim());
+            tool_line(&state, &principal, &session, &text).await?;
+            Ok(Json(json!({})).into_response())
         }
         Event::Stop => {
             let text = "Claude Code finished its turn.";
-            transcript::add_message(&state, &session.id, Role::System, text).await?;
-            Ok(Json(serde_json::json!({})))
+            tool_line(&state, &principal, &session, text).await?;
+            Ok(Json(json!({})).into_response())
         }
     }
+}
+
+/// A hook call not tied to a session. A permission check must not fail
+/// quietly (Claude Code takes an HTTP error from a hook as "go on", and
+/// nobody would be asked): it gets a loud answer; anything else the error.
+fn refused(err: AppError, body: &[u8]) -> AppResult<Response> {
+    match permission_event(body) {
+        Some(event) => Ok(Json(event.unmatched(unmatched_why(&err))).into_response()),
+        None => Err(err),
+    }
+}
+
+/// The permission event a body names, read leniently: whether a refusal
+/// must be answered loudly.
+fn permission_event(body: &[u8]) -> Option<Event> {
+    let name = serde_json::from_slice::<Value>(body).ok()?["hook_event_name"]
+        .as_str()
+        .and_then(|name| Event::parse(name).ok())?;
+    matches!(name, Event::PreToolUse | Event::PermissionRequest).then_some(name)
+}
+
+/// Why a hook call was not tied to a session, in words that say what to
+/// check; fixed texts, nothing of the request.
+fn unmatched_why(err: &AppError) -> &'static str {
+    match err {
+        AppError::Unauthenticated { .. } => {
+            "the hook's bearer token is missing, unknown or revoked (is WIDGETD_AGENT_TOKEN set \
+             in Claude Code's environment, to the session's current agent token?)."
+        }
+        AppError::NotFound(_) => {
+            "the hook's URL names a session that this agent token does not belong to."
+        }
+        _ => "this token may not use this session's hooks.",
+    }
+}
+
+/// A line from the agent's tool in the transcript. From the agent token it
+/// is the agent's line, limited like the agent's `/messages`: the agent
+/// controls what its tool says, so it never reads as widgetd's own.
+async fn tool_line(
+    state: &AppState,
+    principal: &Principal,
+    session: &Session,
+    text: &str,
+) -> AppResult<()> {
+    let role = match principal {
+        Principal::Agent { session_id } => {
+            let mut tx = state.db.begin_write().await?;
+            crate::limits::take_agent(&mut tx, session_id).await?;
+            tx.commit().await?;
+            Role::Agent
+        }
+        Principal::User { .. } => Role::System,
+    };
+    transcript::add_message(state, &session.id, role, text).await?;
+    Ok(())
 }
 
 /// The tool call as an approval request; validated like `request_approval`.
@@ -115,29 +195,4 @@ fn tool_call(input: &HookInput, wait: u64) -> AppResult<ApprovalParams> {
         reason: None,
         wait_seconds: Some(wait),
     })
-}
-
-/// A standing "Always" rule answers at once, without a widget; otherwise
-/// the person decides, within `wait` seconds.
-async fn decide(
-    state: &AppState,
-    session: &Session,
-    params: ApprovalParams,
-    wait: u64,
-    cause: Cause<'_>,
-) -> AppResult<Verdict> {
-    let mut conn = state.db.read.acquire().await?;
-    if approval::matching_rule(&mut conn, &session.creator_id, &params)
-        .await?
-        .is_some()
-    {
-        return Ok(Verdict::AlwaysAllowed);
-    }
-    drop(conn);
-    let created = widgets::create::<Approval>(state, &session.id, params, cause).await?;
-    if created.status != WidgetStatus::Pending || wait == 0 {
-        return Ok(Verdict::from_result(created.status, None));
-    }
-    let view = widgets::wait_for_answer(state, &created.widget_id, wait).await?;
-    Ok(Verdict::from_result(view.status, view.result.as_ref()))
 }

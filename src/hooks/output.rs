@@ -45,12 +45,42 @@ impl Event {
                 },
             ),
             Verdict::Unanswered => (
-                "ask",
-                format!("No decision in widgetd within {wait} seconds."),
+                "none",
+                format!(
+                    "No decision in widgetd within {wait} seconds: the request expired and \
+                     the call was not run. Ask the user before trying it again."
+                ),
             ),
         };
+        self.permission(decision, &reason)
+    }
+
+    /// The answer to a check that widgetd could not tie to a session: loud,
+    /// because Claude Code takes an HTTP error from a hook as "go on". Under
+    /// `PreToolUse` the call is denied with what to do; under
+    /// `PermissionRequest` Claude Code's own dialog shows, with the same
+    /// words above it.
+    pub fn unmatched(self, why: &str) -> Value {
+        let fix = "Run Claude Code under `widgetd host --session ID` for the session in the \
+                   hook's URL (.claude/settings.json), or run `widgetd connect claude-code \
+                   --session ID` for the session whose agent token is in WIDGETD_AGENT_TOKEN.";
+        if self == Self::PermissionRequest {
+            let text = format!("widgetd could not ask the person in the browser: {why} {fix}");
+            return json!({ "systemMessage": text });
+        }
+        let reason = format!(
+            "widgetd could not ask the person: {why} Nobody was asked, so this call is denied. {fix}"
+        );
+        let mut out = self.permission("deny", &reason);
+        out["systemMessage"] = json!(reason);
+        out
+    }
+
+    /// The hook output of a permission `decision` (`allow`, `deny`, or
+    /// `none`: no decision).
+    fn permission(self, decision: &str, reason: &str) -> Value {
         match self {
-            Self::PermissionRequest if decision == "ask" => {
+            Self::PermissionRequest if decision == "none" => {
                 // No decision: Claude Code shows its own permission dialog.
                 json!({ "systemMessage": reason })
             }
@@ -64,11 +94,17 @@ impl Event {
                     "decision": decision,
                 }})
             }
-            _ => json!({ "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": decision,
-                "permissionDecisionReason": reason,
-            }}),
+            _ => {
+                // No decision is a denial: under `-p` Claude Code has no
+                // dialog to fall back to, and a call nobody approved never
+                // runs.
+                let decision = if decision == "none" { "deny" } else { decision };
+                json!({ "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": decision,
+                    "permissionDecisionReason": reason,
+                }})
+            }
         }
     }
 }
@@ -132,7 +168,7 @@ mod tests {
             let verdict = Verdict::from_result(status, Some(&once));
             assert_eq!(verdict, Verdict::Unanswered);
             let pre = Event::PreToolUse.answer(&verdict, 5);
-            assert_eq!(pre["hookSpecificOutput"]["permissionDecision"], "ask");
+            assert_eq!(pre["hookSpecificOutput"]["permissionDecision"], "deny");
             let perm = Event::PermissionRequest.answer(&verdict, 5);
             assert!(perm.get("hookSpecificOutput").is_none(), "{perm}");
         }

@@ -97,6 +97,42 @@ impl Api {
         })
     }
 
+    /// Whether `agent_token` still works for `session`.
+    pub async fn agent_token_works(
+        &self,
+        session: &str,
+        agent_token: &SecretString,
+    ) -> anyhow::Result<bool> {
+        let url = format!("{}/api/v1/sessions/{session}/hooks/claude-code", self.base);
+        let response = self
+            .client
+            .get(url)
+            .bearer_auth(agent_token.expose_secret())
+            .send()
+            .await
+            .with_context(|| format!("cannot reach widgetd at {}", self.base))?;
+        Ok(response.status().is_success())
+    }
+
+    /// Issues `session` a new agent token (the previous one stops working);
+    /// the daemon audits it as this API token's user.
+    pub async fn reissue_agent_token(&self, session: &str) -> anyhow::Result<HostedSession> {
+        let url = format!("{}/api/v1/sessions/{session}/agent-token", self.base);
+        let request = self.client.post(url);
+        let what = format!("issue session {session} a new agent token");
+        let created: Created = self
+            .send(&what, request)
+            .await?
+            .json()
+            .await
+            .context("widgetd's answer to issuing an agent token is not valid JSON")?;
+        Ok(HostedSession {
+            id: created.session_id,
+            agent_token: created.agent_token,
+            mcp_url: created.mcp_url,
+        })
+    }
+
     /// Adds `text` to the transcript as `role`.
     pub async fn post_message(&self, session: &str, role: &str, text: &str) -> anyhow::Result<()> {
         let url = format!("{}/api/v1/sessions/{session}/messages", self.base);

@@ -31,8 +31,9 @@ pub struct HostOptions {
     pub url: String,
     /// An API token with the `sessions` and `env:read` scopes.
     pub token: SecretString,
-    /// A session to go on with, and its agent token; else a new session.
-    pub resume: Option<(String, SecretString)>,
+    /// A session to go on with, and its agent token if known; else a new
+    /// session.
+    pub resume: Option<(String, Option<SecretString>)>,
     pub title: Option<String>,
     /// The first turn's prompt; none when going on with a session.
     pub prompt: Option<String>,
@@ -47,11 +48,7 @@ pub async fn run(opts: HostOptions) -> anyhow::Result<i32> {
     );
     let api = Api::new(&opts.url, opts.token.clone())?;
     let session = match opts.resume.clone() {
-        Some((id, agent_token)) => HostedSession {
-            mcp_url: format!("{}/mcp", api.base()),
-            id,
-            agent_token,
-        },
+        Some((id, agent_token)) => resume(&api, id, agent_token).await?,
         None => api.create_session(opts.title.as_deref()).await?,
     };
     eprintln!(
@@ -80,6 +77,33 @@ pub async fn run(opts: HostOptions) -> anyhow::Result<i32> {
     }
     eprintln!("widgetd host: stopped");
     Ok(0)
+}
+
+/// The session to go on with, with an agent token that works: the one
+/// given, or else a new one issued with the host's API token, so that a
+/// host restarted on its session needs nothing it was never shown.
+async fn resume(
+    api: &Api,
+    id: String,
+    agent_token: Option<SecretString>,
+) -> anyhow::Result<HostedSession> {
+    if let Some(agent_token) = agent_token {
+        if api.agent_token_works(&id, &agent_token).await? {
+            return Ok(HostedSession {
+                mcp_url: format!("{}/mcp", api.base()),
+                id,
+                agent_token,
+            });
+        }
+        eprintln!(
+            "widgetd host: the agent token given (WIDGETD_AGENT_TOKEN) does not work for session {id}"
+        );
+    }
+    let session = api.reissue_agent_token(&id).await?;
+    eprintln!(
+        "widgetd host: issued session {id} a new agent token for its turns (the previous one stops working)"
+    );
+    Ok(session)
 }
 
 /// A watch that counts Ctrl-Cs; once it has one, the loop ends after the

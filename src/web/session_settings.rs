@@ -40,6 +40,8 @@ struct SettingsPage {
     /// The session was just created (the token is its first).
     created: bool,
     mcp_url: String,
+    /// The daemon's public URL, for the `--url` of the commands shown.
+    public_url: String,
     others_can: &'static str,
     grants: Vec<(String, &'static str)>,
 }
@@ -78,6 +80,7 @@ pub async fn view_session_settings_get(
         new_token: new_token.map(|t| t.expose_secret().to_owned()),
         created: query.as_deref() == Some("created=1"),
         mcp_url: format!("{}/mcp", state.settings.public_url),
+        public_url: state.settings.public_url.clone(),
         others_can: others_can.as_str(),
         grants: grants
             .into_iter()

@@ -132,11 +132,14 @@ pub fn ended_badge(subject: &str, status: WidgetStatus, result: &Value, when: &s
                 format!("{subject} dismissed by {by} at {when}{note}"),
             )
         }
-        WidgetStatus::Expired => (
-            "expired",
-            "clock",
-            format!("{subject} expired at {when}; nothing was given"),
-        ),
+        WidgetStatus::Expired => {
+            // Ended by the caller that waited for it, not by the TTL.
+            let text = match result["ended_because"].as_str() {
+                Some(why) => format!("{subject} expired at {when}: {why}"),
+                None => format!("{subject} expired at {when}; nothing was given"),
+            };
+            ("expired", "clock", text)
+        }
         _ => (
             "cancelled",
             "x",

@@ -479,6 +479,47 @@ async fn lapse(
     transition(tx, state, widget, &*loaded, change, cause).await
 }
 
+/// Ends a pending widget whose waiting caller stopped waiting (a Claude
+/// Code hook that answered "no decision", or whose request was dropped):
+/// `expired`, with `why` in its result for the card's badge, and its prompt
+/// marked delivered in the same transaction, because the caller already
+/// told the agent the outcome: no later turn may start from it. A widget
+/// that was answered first is left as it is and returned, so that the
+/// caller hands on that answer instead.
+pub async fn expire_unwaited(
+    state: &AppState,
+    id: &WidgetId,
+    why: &str,
+    cause: Cause<'_>,
+) -> AppResult<Option<WidgetView>> {
+    let mut tx = state.db.begin_write().await?;
+    let widget = super::get_widget(&mut tx, id).await?;
+    if widget.status == WidgetStatus::Pending {
+        let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+        let mut result = loaded.unanswered();
+        result["ended_because"] = json!(why);
+        let change = Change {
+            to: WidgetStatus::Expired,
+            result: &result,
+            by: None,
+        };
+        match transition(&mut tx, state, &widget, &*loaded, change, &cause).await {
+            Ok(()) => {
+                prompts::ack_widget(&mut tx, &widget.session_id, &widget.id).await?;
+                tx.commit().await?;
+                state.hub.publish(&widget.session_id);
+                return Ok(None);
+            }
+            Err(AppError::WidgetNotPending(_)) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    // Answered first: settle the batch that holds that answer, then read it.
+    tx.commit().await?;
+    let answered = super::get_widget(&mut *state.db.read.acquire().await?, id).await?;
+    Ok(Some(answered.into()))
+}
+
 /// Expires every pending widget whose TTL has passed. Returns how many.
 pub async fn expire_due(state: &AppState) -> AppResult<usize> {
     let mut expired = 0;

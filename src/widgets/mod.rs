@@ -37,8 +37,8 @@ pub use ask::{Ask, AskUser, Questions};
 pub use clarification::Clarification;
 pub use delivery::{Answered, Waited};
 pub use engine::{
-    MAX_PENDING_PER_SESSION, archive_session, create, dismiss_widget, expire_due, live, submit,
-    validate,
+    MAX_PENDING_PER_SESSION, archive_session, create, dismiss_widget, expire_due, expire_unwaited,
+    live, submit, validate,
 };
 pub use env_vars::EnvVars;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_CLIENT, Request};

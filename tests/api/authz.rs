@@ -163,6 +163,12 @@ const TABLE: &[Row] = &[
         Bearer,
         ".a..c....",
     ),
+    row(
+        "GET",
+        "/api/v1/sessions/{id}/hooks/claude-code",
+        Bearer,
+        ".a..c....",
+    ),
     row("GET", "/api/v1/widgets/{id}", Bearer, ".a..c...."),
     row("GET", "/api/v1/sessions/{id}/prompts", Bearer, "....c...."),
     row(

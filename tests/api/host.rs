@@ -101,7 +101,7 @@ async fn transcript(app: &TestApp, session: &str) -> Vec<(String, String)> {
     .unwrap()
 }
 
-fn interrupt(child: &tokio::process::Child) {
+pub(crate) fn interrupt(child: &tokio::process::Child) {
     let pid = child.id().unwrap().to_string();
     let sent = std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -271,4 +271,63 @@ async fn a_prompt_whose_turn_never_started_comes_again_after_a_restart() {
         "{delivered}"
     );
     assert!(app.prompts(&s.host, &s.session, 0).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_host_restarted_on_its_session_needs_only_its_api_token() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let run = |agent_token: Option<&str>| {
+        let mut command = widgetd(&app.data_dir());
+        command
+            .args(["host", "--url", &app.url, "--session", &s.session, "--"])
+            .args([
+                "sh",
+                "-c",
+                "cat; echo; test -n \"$WIDGETD_AGENT_TOKEN\" && echo turn-done",
+            ])
+            .env("WIDGETD_TOKEN", &s.host)
+            .env_remove("WIDGETD_AGENT_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(token) = agent_token {
+            command.env("WIDGETD_AGENT_TOKEN", token);
+        }
+        tokio::process::Command::from(command)
+    };
+    // Never shown the agent token; then handed one that no longer works.
+    let rounds = [
+        (None, "issued session"),
+        (Some("wda_revoked"), "does not work"),
+    ];
+    for (round, (given, says)) in rounds.into_iter().enumerate() {
+        let name = format!("KEY_{round}");
+        let widget = app.pending_widget(&s.host, &s.session, &[&name]).await;
+        let r = app
+            .post_form(&browser, &format!("/widgets/{widget}/dismiss"), &[])
+            .await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        let child = run(given).spawn().unwrap();
+        let done = format!(
+            "SELECT body FROM messages WHERE session_id = $1 AND body LIKE '%{name}%turn-done%'"
+        );
+        eventually(&app, &done, &s.session).await;
+        interrupt(&child);
+        let out = child.wait_with_output().await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("--agent-token"), "{err}");
+    }
+    // The new tokens were issued, audited, and the first one stopped working.
+    let reissued = app
+        .count("SELECT COUNT(*) FROM audit_log WHERE action = 'session.revoke_agent_token'")
+        .await;
+    assert_eq!(reissued, 2);
+    let check = format!("/api/v1/sessions/{}/hooks/claude-code", s.session);
+    assert_eq!(
+        app.get(&check, &s.agent).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
 }

@@ -2,6 +2,7 @@
 //! and the real `widgetd` binary where the command line is under test.
 
 mod agent_answers;
+mod agents;
 mod approvals;
 mod auth_cache;
 mod authz;

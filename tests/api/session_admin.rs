@@ -166,6 +166,12 @@ async fn the_settings_panel_creates_once_reissues_revokes_and_archives() {
     let (status, first) = page(&app, &alice, to.split('#').next().unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     assert!(first.contains("Session created"), "{first}");
+    // The hint names the daemon's URL: run as shown, it reaches this daemon.
+    let hint = format!(
+        "widgetd connect claude-code --url {} --session {session}",
+        app.url
+    );
+    assert!(first.contains(&hint), "{first}");
     let token = shown_token(&first).expect("the token is shown");
     assert_eq!(
         agent_works(&app.url, &token, &session).await,
