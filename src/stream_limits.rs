@@ -81,6 +81,10 @@ impl OpenStreams {
 const WAITING_AFTER: Duration = Duration::from_secs(1);
 /// How often a waiting call re-checks its token when nothing ended it.
 pub const RECHECK: Duration = Duration::from_secs(10);
+/// How long a long-poll whose token fails the first check may take to
+/// answer it itself: each route refuses a bad token in its own words (a
+/// Claude Code hook with a deny that says what to fix), at once.
+const OWN_REFUSAL: Duration = Duration::from_secs(5);
 
 /// Holds every bearer-token call that waits to what an event stream is
 /// held to: it counts against the caps (from the start for a `?wait=N`
@@ -113,8 +117,19 @@ pub async fn hold_waits(
     // Every check runs while the call goes on: a call may hold a database
     // connection or the write lock that the check itself waits for.
     let principal = match alongside(call.as_mut(), recheck(&state, &token)).await {
+        // A long-poll answered before its first check: the call authorized
+        // the token itself a moment ago, and answered in its own words.
+        Either::Done(mut response) if long_poll => {
+            response.extensions_mut().insert(Waited);
+            return response;
+        }
         Either::Done(response) => return finish(&state, &token, response).await,
         Either::Checked(Ok(principal)) => principal,
+        Either::Checked(Err(refused)) if long_poll => {
+            return tokio::time::timeout(OWN_REFUSAL, call)
+                .await
+                .unwrap_or(refused);
+        }
         Either::Checked(Err(refused)) => return refused,
     };
     let slot = state

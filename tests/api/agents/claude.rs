@@ -183,7 +183,6 @@ async fn bash_calls_wait_for_the_person_in_the_browser() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Always identity fields (sec2)"]
 async fn always_covers_the_same_command_with_another_description() {
     let t = setup(Some(5)).await;
     t.model
