@@ -14,7 +14,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::helpers::{Daemon, canary, client, login_at, stderr, widgetd};
+use crate::helpers::{
+    COMMAND_LIMIT, Daemon, OutputWithin, canary, client, login_at, stderr, widgetd,
+};
 
 /// An MCP client that declares form elicitation and answers every form
 /// with `answer`.
@@ -85,8 +87,7 @@ async fn trace_logs_never_carry_a_value_over_either_mcp_generation() {
         .args([
             "token", "create", "--user", "admin", "--scope", "sessions", "--json",
         ])
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(minted.status.success(), "{}", stderr(&minted));
     let host: Value = serde_json::from_slice(&minted.stdout).unwrap();
     let host = host["token"].as_str().unwrap().to_owned();

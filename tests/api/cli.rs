@@ -419,7 +419,7 @@ fn only_serve_creates_a_data_dir_and_the_default_is_per_user() {
             .env_remove("WIDGETD_DATABASE_URL")
             .env_remove("WIDGETD_MASTER_KEY")
             .stdin(std::process::Stdio::null());
-        command.output().unwrap()
+        command.output_within(COMMAND_LIMIT)
     };
     let default = home.path().join(".local/share/widgetd");
     for args in [

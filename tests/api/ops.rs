@@ -4,7 +4,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::auth::Role;
 
-use crate::helpers::{canary, scene, spawn_app};
+use crate::helpers::{COMMAND_LIMIT, OutputWithin, canary, scene, spawn_app};
 
 #[tokio::test]
 async fn readiness_and_metrics_for_operators() {
@@ -369,8 +369,7 @@ async fn first_minute_rough_edges_are_gone() {
         .args(["--", "no-such-agent-cli-here"])
         .env("WIDGETD_TOKEN", &s.host)
         .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{PASSWORD, canary};
+use crate::helpers::{COMMAND_LIMIT, OutputWithin, PASSWORD, canary};
 
 /// The named test blocks of the doc.
 fn blocks(doc: &str) -> HashMap<String, String> {
@@ -148,8 +148,8 @@ impl Root {
             .env_remove("WIDGETD_DATABASE_URL")
             .env_remove("WIDGETD_MASTER_KEY")
             .env_remove("RUST_LOG")
-            .output()
-            .unwrap();
+            // The documented blocks back up and restore under load.
+            .output_within(Duration::from_secs(300));
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
@@ -299,8 +299,7 @@ async fn restore_refuses_an_implicit_or_live_target() {
     let out = crate::helpers::widgetd(&data)
         .arg("backup")
         .arg(&copy)
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     assert!(out.status.success(), "{}", crate::helpers::stderr(&out));
     let run = |dir: &Path, explicit: bool| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_widgetd"));
@@ -313,7 +312,7 @@ async fn restore_refuses_an_implicit_or_live_target() {
             command.env("WIDGETD_DATA_DIR", dir);
         }
         command.arg("restore").arg(&copy).arg("--force");
-        command.output().unwrap()
+        command.output_within(COMMAND_LIMIT)
     };
     let out = run(&data, false);
     assert!(!out.status.success());

@@ -6,6 +6,8 @@
 
 use std::process::Command;
 
+use crate::helpers::{COMMAND_LIMIT, OutputWithin};
+
 fn systemd_analyze() -> Option<&'static str> {
     let found = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
         .into_iter()
@@ -69,8 +71,7 @@ fn the_unit_file_verifies_and_is_hardened() {
     let out = Command::new(analyze)
         .args(["verify", "--man=no"])
         .arg(&path)
-        .output()
-        .unwrap();
+        .output_within(COMMAND_LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let ours: Vec<&str> = stderr
         .lines()

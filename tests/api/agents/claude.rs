@@ -42,10 +42,15 @@ async fn setup(wait: Option<u64>) -> Setup {
         .env("HOME", &ws.home)
         .env("WIDGETD_URL", &app.url)
         .env("WIDGETD_AGENT_TOKEN", &s.agent);
-    let out = tokio::process::Command::from(command)
-        .output()
-        .await
-        .unwrap();
+    let out = tokio::time::timeout(
+        crate::helpers::COMMAND_LIMIT,
+        tokio::process::Command::from(command)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("widgetd connect finishes within COMMAND_LIMIT")
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",
