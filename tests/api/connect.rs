@@ -18,12 +18,7 @@ async fn daemon() -> (TestApp, Scene) {
 /// Runs the binary without blocking the runtime that serves the daemon it
 /// talks to.
 async fn output(command: std::process::Command) -> std::process::Output {
-    let mut command = tokio::process::Command::from(command);
-    command.kill_on_drop(true);
-    tokio::time::timeout(COMMAND_LIMIT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("widgetd connect did not finish within {COMMAND_LIMIT:?}"))
-        .unwrap()
+    crate::helpers::output_async_within(command, COMMAND_LIMIT).await
 }
 
 /// `widgetd connect CLIENT --json …` with the session's agent token in the

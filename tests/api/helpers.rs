@@ -705,3 +705,15 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// [`OutputWithin`] for a test on the tokio runtime (the command talks to
+/// the in-process app): the command is killed and the test fails if it has
+/// not exited within `limit`.
+pub async fn output_async_within(command: Command, limit: Duration) -> Output {
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true);
+    tokio::time::timeout(limit, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("{command:?} did not finish within {limit:?}"))
+        .unwrap()
+}

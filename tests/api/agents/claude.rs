@@ -42,15 +42,7 @@ async fn setup(wait: Option<u64>) -> Setup {
         .env("HOME", &ws.home)
         .env("WIDGETD_URL", &app.url)
         .env("WIDGETD_AGENT_TOKEN", &s.agent);
-    let out = tokio::time::timeout(
-        crate::helpers::COMMAND_LIMIT,
-        tokio::process::Command::from(command)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("widgetd connect finishes within COMMAND_LIMIT")
-    .unwrap();
+    let out = crate::helpers::output_async_within(command, crate::helpers::COMMAND_LIMIT).await;
     assert!(
         out.status.success(),
         "{}",

@@ -23,15 +23,7 @@ async fn connected(client: &str) -> (TestApp, Scene, Workspace) {
         .args(["connect", client, "--session", &s.session, "--json"])
         .env("WIDGETD_URL", &app.url)
         .env("WIDGETD_AGENT_TOKEN", &s.agent);
-    let out = tokio::time::timeout(
-        crate::helpers::COMMAND_LIMIT,
-        tokio::process::Command::from(command)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("widgetd connect finishes within COMMAND_LIMIT")
-    .unwrap();
+    let out = crate::helpers::output_async_within(command, crate::helpers::COMMAND_LIMIT).await;
     for (file, text) in connect_files(&out) {
         ws.write(&file, &text);
     }
