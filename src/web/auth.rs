@@ -165,9 +165,15 @@ fn origin_verdict(public: &str, site: Option<&str>, origin: Option<&str>) -> App
         && origin != public
         && !same_site_null
     {
+        // The usual cause is a person who opened widgetd under another
+        // name for the same host (127.0.0.1 for localhost): say which one
+        // works. Only our own public origin is named, never the header.
         return Err(forbidden(
             "csrf_origin",
-            "the request's Origin is not this site",
+            &format!(
+                "the request's Origin is not this site; open widgetd at {public} \
+                 (its --public-url) and try again"
+            ),
         ));
     }
     Ok(())
@@ -414,5 +420,18 @@ mod tests {
             let origin_ok = origin.is_none_or(|o| o == PUBLIC || (o == "null" && site == Some("same-origin")));
             prop_assert_eq!(origin_verdict(PUBLIC, site, origin).is_ok(), site_ok && origin_ok);
         }
+    }
+
+    /// A refused Origin says where widgetd works, and never repeats the
+    /// header it was sent.
+    #[test]
+    fn a_wrong_origin_is_told_the_public_one() {
+        let err = origin_verdict(PUBLIC, None, Some("http://127.0.0.1:8080")).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("open widgetd at https://widgetd.example.com"),
+            "{text}"
+        );
+        assert!(!text.contains("127.0.0.1"), "{text}");
     }
 }
