@@ -4,6 +4,7 @@
 mod agent_answers;
 mod agents;
 mod approvals;
+mod apps;
 mod auth_cache;
 mod authz;
 mod backend;
