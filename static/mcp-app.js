@@ -165,13 +165,19 @@
   }
 
   // The page's forms post to widgetd; here they go through the host as the
-  // app-only tool's call. Dismissing is for the person, on widgetd's page.
-  document.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const form = event.target;
+  // app-only tool's call. Hosts sandbox the app, usually without
+  // `allow-forms`, where a form is never submitted (no `submit` event): so
+  // the send button's click and Enter in a field send it, and a `submit`
+  // that does happen is turned into the same. Dismissing is for the
+  // person, on widgetd's page.
+  async function send(form, submitter) {
     if (!shown || form.dataset.sending || !form.classList.contains("widget-form")) return;
     form.dataset.sending = "1";
-    const data = new FormData(form, event.submitter);
+    if (submitter) {
+      submitter.setAttribute("aria-busy", "true");
+      submitter.classList.add("busy");
+    }
+    const data = new FormData(form, submitter);
     const fields = [];
     for (const [name, value] of data) {
       if (typeof value === "string") fields.push([name, value]);
@@ -188,6 +194,23 @@
       }
       showError(form, err.message);
     }
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[type=submit]");
+    if (!button || !button.form || !app.contains(button)) return;
+    event.preventDefault();
+    send(button.form, button);
+  });
+  document.addEventListener("keydown", (event) => {
+    const field = event.target;
+    if (event.defaultPrevented || event.key !== "Enter" || field.tagName !== "INPUT" || !field.form) return;
+    event.preventDefault();
+    const button = field.form.querySelector("button[type=submit]:not([form])");
+    if (button && !button.disabled) send(field.form, button);
+  });
+  document.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send(event.target, event.submitter);
   });
 
   // The host sizes the iframe to the document.

@@ -9,7 +9,7 @@ mod annotation;
 mod choice;
 mod curation;
 mod mapping;
-mod ranking;
+pub(crate) mod ranking;
 mod table;
 mod tree;
 
