@@ -360,3 +360,96 @@ async fn the_app_sees_only_its_own_sessions_widgets() {
     let status = call(&alice_host, "get_widget_status", json!({ "widget_id": id })).await;
     assert_eq!(status["status"], "pending");
 }
+
+/// Every question kind is drawn in the app by the transcript's own
+/// templates, with its form (and an annotation's image inline, since the
+/// document reaches no origin); the card's scripts are in the document.
+#[tokio::test]
+async fn every_question_kind_renders_in_the_app() {
+    use base64::Engine as _;
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let host = host(&app, &alice.agent, true, false).await;
+    let image = base64::engine::general_purpose::STANDARD
+        .encode(crate::clarification::annotation::png(40, 30));
+    let item = |id: &str| json!({ "id": id, "label": format!("Item {id}") });
+    let clarify = |widget: Value| json!({ "question": "Which?", "widget": widget });
+    let cases = [
+        (
+            "ask",
+            json!({ "question": "Deploy now?" }),
+            "widget-form ask",
+        ),
+        (
+            "ask_user",
+            json!({ "questions": [{ "question": "Which database?", "header": "DB", "options": [
+                { "label": "Postgres" }, { "label": "SQLite" } ] }] }),
+            "widget-form ask",
+        ),
+        (
+            "request_clarification",
+            clarify(json!({ "type": "choice", "options": [{ "label": "A" }, { "label": "B" }] })),
+            "type-choice",
+        ),
+        (
+            "request_clarification",
+            clarify(json!({ "type": "table",
+                "columns": [{ "key": "name", "label": "Name" }, { "key": "owner", "label": "Owner", "editable": true }],
+                "rows": [{ "name": "api", "owner": "alice" }] })),
+            "type-table",
+        ),
+        (
+            "request_clarification",
+            clarify(
+                json!({ "type": "mapping", "left": [item("a")], "right": [item("b"), item("c")] }),
+            ),
+            "type-mapping",
+        ),
+        (
+            "request_clarification",
+            clarify(json!({ "type": "curation", "items": [item("a"), item("b")] })),
+            "type-curation",
+        ),
+        (
+            "request_clarification",
+            clarify(
+                json!({ "type": "tree", "nodes": [item("a"), { "id": "b", "label": "B", "parent_id": "a" }],
+                "allow_rename": true }),
+            ),
+            "type-tree",
+        ),
+        (
+            "request_clarification",
+            clarify(json!({ "type": "annotation", "image": image })),
+            "type-annotation",
+        ),
+    ];
+    for (tool, args, marker) in cases {
+        let made = call(&host, tool, args).await;
+        let id = made["widget_id"].as_str().unwrap();
+        let view = call(&host, "app_widget_view", json!({ "widget_id": id })).await;
+        assert_eq!(view["answer_here"], true, "{marker}: {view}");
+        let html = view["html"].as_str().unwrap();
+        assert!(
+            html.contains("<form") && html.contains(marker),
+            "{marker}: {html}"
+        );
+        if marker == "type-annotation" {
+            let inline = view["image"].as_str().unwrap();
+            assert!(inline.starts_with("data:image/"), "{inline:.40}");
+        } else {
+            assert!(view.get("image").is_none(), "{marker}");
+        }
+    }
+    let html = document(&host).await;
+    for script in [
+        "type-table",
+        "type-mapping",
+        "type-curation",
+        "type-tree",
+        "type-annotation",
+    ] {
+        assert!(html.contains(script), "the document has {script}'s script");
+    }
+    host.cancel().await.unwrap();
+}
