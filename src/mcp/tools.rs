@@ -368,7 +368,7 @@ impl ServerHandler for AgentTools {
         let router = Self::tool_router();
         if router.get(&request.name).is_none() {
             return Err(rmcp::ErrorData::invalid_params(
-                unknown_tool(&request.name),
+                super::scrub::unknown_tool(&request.name),
                 None,
             ));
         }
@@ -408,28 +408,6 @@ impl ServerHandler for AgentTools {
     ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
         super::apps::read_resource(&request.uri, &context)
     }
-}
-
-/// The message of a call of an unknown tool: `Unknown tool: NAME` when the
-/// name is a plain identifier (letters, digits, `_`, `-`, at most 64), else
-/// `Unknown tool`; nothing else the client sent is repeated.
-pub(super) fn unknown_tool(name: &str) -> String {
-    match plain_identifier(name) {
-        true => format!("{UNKNOWN_TOOL}: {name}"),
-        false => UNKNOWN_TOOL.to_owned(),
-    }
-}
-
-/// The start of [`unknown_tool`]'s message.
-pub(super) const UNKNOWN_TOOL: &str = "Unknown tool";
-
-/// Letters, digits, `_` and `-`, starting with a letter or `_`, 1 to 64.
-pub(super) fn plain_identifier(name: &str) -> bool {
-    name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Who is calling, as the `/mcp` middleware authenticated them; never taken
