@@ -286,7 +286,8 @@ async fn a_ranking_is_answered_by_dragging_in_the_hosts_app() {
 }
 
 /// An approval's app shows what is asked and opens widgetd's own page for
-/// it through the host; nothing is answered in the app.
+/// it through the host; nothing is answered in the app, and once the person
+/// answered on that page the app shows the end by itself.
 #[tokio::test]
 async fn an_approval_in_the_hosts_app_opens_widgetds_page() {
     install();
@@ -326,5 +327,22 @@ async fn an_approval_in_the_hosts_app_opens_widgetds_page() {
             == format!("{}/widgets/{id}", app.url)
     })
     .await;
+
+    // The person allows it there, logged in; the app shows the end.
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("decision", "once"), ("return_to", "page")],
+        )
+        .await;
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+    chrome.css("iframe#app").await.enter_frame().await.unwrap();
+    chrome
+        .wait_css(&format!("#w-{id}[data-status=submitted]"))
+        .await;
+    assert_eq!(chrome.count("button.open-in-widgetd").await, 0);
+    chrome.enter_parent_frame().await.unwrap();
     chrome.close().await;
 }
