@@ -24,6 +24,9 @@ pub enum Actor {
     /// The agent's MCP client answering a question in form mode
     /// (`mcp-client:SESSION`): the agent's side, never a person.
     McpClient(SessionId),
+    /// The agent's client answering a question in an MCP App
+    /// (`mcp-app:SESSION`): the agent's side, never a person.
+    McpApp(SessionId),
     /// widgetd itself: expiry, start-up.
     System,
     /// Someone at the command line of the machine (`widgetd user`, `keys`, …).
@@ -36,6 +39,7 @@ impl fmt::Display for Actor {
             Self::User(id) => write!(f, "user:{id}"),
             Self::Agent(session) => write!(f, "agent:{session}"),
             Self::McpClient(session) => write!(f, "mcp-client:{session}"),
+            Self::McpApp(session) => write!(f, "mcp-app:{session}"),
             Self::System => f.write_str("system"),
             Self::Operator => f.write_str("cli"),
         }

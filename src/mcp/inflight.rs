@@ -63,6 +63,9 @@ pub(super) struct PeekParams {
 pub(super) struct PeekCapabilities {
     #[serde(default)]
     elicitation: Option<serde::de::IgnoredAny>,
+    /// Only whether MCP Apps' extension is among them.
+    #[serde(default)]
+    extensions: Option<std::collections::BTreeMap<String, serde::de::IgnoredAny>>,
 }
 
 /// What a message is, for the middleware.
@@ -72,8 +75,13 @@ pub(super) enum Message {
     /// `notifications/cancelled` for this request id.
     Cancelled(Value),
     /// An `initialize` (protocols before 2026-07-28) by a client that
-    /// declares elicitation: it gets an MCP session (see `super::sessions`).
-    InitializeForElicitation,
+    /// declares elicitation or MCP Apps (`super::apps`): it may get an MCP
+    /// session (see `super::sessions`), so that later requests are
+    /// answered with what it declared.
+    Initialize {
+        elicitation: bool,
+        apps: bool,
+    },
     Other,
 }
 
@@ -87,13 +95,17 @@ impl Peek {
             },
             // `initialize` exists only before 2026-07-28, and its answer
             // always names such a version, whatever the client asked for.
-            (Some("initialize"), Some(_), Some(params))
-                if params
-                    .capabilities
-                    .as_ref()
-                    .is_some_and(|c| c.elicitation.is_some()) =>
-            {
-                Message::InitializeForElicitation
+            (Some("initialize"), Some(_), Some(params)) => {
+                let (elicitation, apps) = params.capabilities.map_or((false, false), |c| {
+                    let apps = c
+                        .extensions
+                        .is_some_and(|e| e.contains_key(super::apps::EXTENSION));
+                    (c.elicitation.is_some(), apps)
+                });
+                match elicitation || apps {
+                    true => Message::Initialize { elicitation, apps },
+                    false => Message::Other,
+                }
             }
             _ => Message::Other,
         }

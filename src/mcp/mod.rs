@@ -6,9 +6,11 @@
 //! session id never comes from tool arguments. The service is stateless
 //! (each POST is answered on its own), except for the one kind of client
 //! that needs an MCP session: one whose `initialize` (protocols before
-//! 2026-07-28) declares elicitation (see [`sessions`]).
+//! 2026-07-28) declares elicitation or MCP Apps (see [`sessions`] and
+//! [`apps`]).
 
 mod answers;
+mod apps;
 mod elicit;
 mod inflight;
 mod modes;
@@ -42,6 +44,13 @@ use crate::widgets::delivery;
 use inflight::{CallKey, InFlight, Message, Peek};
 use sessions::Sessions;
 use tools::AgentTools;
+
+/// What `initialize` tells the agent.
+pub(super) const INSTRUCTIONS: &str = "widgetd lets you ask the user for input through forms shown inline in \
+    the conversation transcript. When you need an environment variable such as an API key, call \
+    request_env_vars and end your turn: the user types the values into a secure form, and they \
+    are injected into your environment on your next turn without ever passing through the \
+    conversation. Never ask for secret values in chat.";
 
 /// Largest `/mcp` request body read.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -141,8 +150,12 @@ async fn serve(
         )
             .into_response());
     }
-    let opens_session = matches!(message, Message::InitializeForElicitation)
-        && state.settings.elicitation != Elicitation::Off;
+    let opens_session = match message {
+        Message::Initialize { elicitation, apps } => {
+            apps || (elicitation && state.settings.elicitation != Elicitation::Off)
+        }
+        _ => false,
+    };
     let in_session = mcp_session.is_some() || opens_session;
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(AgentSession {
@@ -172,7 +185,7 @@ async fn serve(
                 response,
             ))
         }
-        Message::InitializeForElicitation | Message::Other => {
+        Message::Initialize { .. } | Message::Other => {
             Ok(dispatch(&mcp, request, route, &session_id).await)
         }
     }

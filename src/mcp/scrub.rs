@@ -28,9 +28,30 @@ pub(super) async fn without_echo(response: Response) -> Response {
     }
 }
 
-/// Whether `message` is one `super::tools::unknown_tool` writes.
+/// The message of a call of an unknown tool: `Unknown tool: NAME` when the
+/// name is a plain identifier (letters, digits, `_`, `-`, at most 64), else
+/// `Unknown tool`; nothing else the client sent is repeated.
+pub(super) fn unknown_tool(name: &str) -> String {
+    match plain_identifier(name) {
+        true => format!("{UNKNOWN_TOOL}: {name}"),
+        false => UNKNOWN_TOOL.to_owned(),
+    }
+}
+
+/// The start of [`unknown_tool`]'s message.
+const UNKNOWN_TOOL: &str = "Unknown tool";
+
+/// Letters, digits, `_` and `-`, starting with a letter or `_`, 1 to 64.
+fn plain_identifier(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `message` is one `unknown_tool` writes.
 fn unknown_tool_message(message: &str) -> bool {
-    use super::tools::{UNKNOWN_TOOL, plain_identifier};
     match message.strip_prefix(UNKNOWN_TOOL) {
         Some("") => true,
         Some(rest) => rest.strip_prefix(": ").is_some_and(plain_identifier),
@@ -65,7 +86,7 @@ fn scrubbed(message: &[u8]) -> Option<Value> {
         -32600 => "invalid request: not a JSON-RPC 2.0 request this server accepts",
         -32601 => "method not found",
         // An unknown tool, named only if its name is a plain identifier
-        // (`super::tools::unknown_tool` made the message).
+        // (`unknown_tool` made the message).
         -32602 if unknown_tool_message(&message) => message.as_str(),
         -32602 => "invalid params: check them against the method's schema",
         _ => "the request was refused",

@@ -2,8 +2,10 @@
 //! negotiates a protocol before 2026-07-28 and declares elicitation can be
 //! asked (`elicitation/create`) only over a session, because the request
 //! travels on the tool call's response stream and the client's answer comes
-//! back as a POST of its own that must reach the waiting call. Every other
-//! client stays stateless.
+//! back as a POST of its own that must reach the waiting call. A client
+//! that declares MCP Apps (`super::apps`) gets one too: its `tools/list`
+//! and `resources/read` depend on what its `initialize` declared. Every
+//! other client stays stateless.
 //!
 //! Each session is bound to the agent session whose token opened it: a
 //! request carrying the `Mcp-Session-Id` of another agent session's client

@@ -352,14 +352,7 @@ impl AgentTools {
     }
 }
 
-#[tool_handler(
-    name = "widgetd",
-    instructions = "widgetd lets you ask the user for input through forms shown inline in \
-        the conversation transcript. When you need an environment variable such as an API \
-        key, call request_env_vars and end your turn: the user types the values into a \
-        secure form, and they are injected into your environment on your next turn without \
-        ever passing through the conversation. Never ask for secret values in chat."
-)]
+#[tool_handler]
 impl ServerHandler for AgentTools {
     /// A call of a tool that does not exist is the protocol error the MCP
     /// specification (2025-11-25, "Tools", "Error Handling") shows:
@@ -369,38 +362,52 @@ impl ServerHandler for AgentTools {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        if let Some(result) = super::apps::call(self, &request, &context).await {
+            return Ok(result.into());
+        }
         let router = Self::tool_router();
         if router.get(&request.name).is_none() {
             return Err(rmcp::ErrorData::invalid_params(
-                unknown_tool(&request.name),
+                super::scrub::unknown_tool(&request.name),
                 None,
             ));
         }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         router.call(call).await
     }
-}
 
-/// The message of a call of an unknown tool: `Unknown tool: NAME` when the
-/// name is a plain identifier (letters, digits, `_`, `-`, at most 64), else
-/// `Unknown tool`; nothing else the client sent is repeated.
-pub(super) fn unknown_tool(name: &str) -> String {
-    match plain_identifier(name) {
-        true => format!("{UNKNOWN_TOOL}: {name}"),
-        false => UNKNOWN_TOOL.to_owned(),
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        super::apps::server_info(super::INSTRUCTIONS)
     }
-}
 
-/// The start of [`unknown_tool`]'s message.
-pub(super) const UNKNOWN_TOOL: &str = "Unknown tool";
+    /// The tools, with MCP Apps' `_meta.ui` for a host that declared the
+    /// extension (see `super::apps`).
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        Ok(super::apps::list_tools(
+            Self::tool_router().list_all(),
+            &context,
+        ))
+    }
 
-/// Letters, digits, `_` and `-`, starting with a letter or `_`, 1 to 64.
-pub(super) fn plain_identifier(name: &str) -> bool {
-    name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
+        super::apps::list_resources(&context)
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
+        super::apps::read_resource(&request.uri, &context)
+    }
 }
 
 /// Who is calling, as the `/mcp` middleware authenticated them; never taken
@@ -430,7 +437,7 @@ fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
 /// A tool's arguments, parsed as a REST body is: a refusal is the
 /// documented `invalid_body` error naming the field path, never quoting
 /// what was sent (rmcp's own parsing would quote it).
-fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> {
+pub(super) fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> {
     parse_value(Value::Object(args))
 }
 
@@ -478,7 +485,7 @@ fn reply(result: AppResult<Reply>) -> CallToolResponse {
     }
 }
 
-fn respond(result: AppResult<Value>) -> CallToolResult {
+pub(super) fn respond(result: AppResult<Value>) -> CallToolResult {
     match result {
         Ok(value) => CallToolResult::structured(value),
         // A refusal as a tool error, so the agent sees it and can fix its

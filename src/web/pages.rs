@@ -753,8 +753,9 @@ pub async fn delete_env_form(
 
 /// `static/app.js` followed by the script of each clarification type that
 /// has one (`static/clarification/TYPE.js`): one file for the page, so one
-/// `<script>` and one request.
-const APP_JS: &str = concat!(
+/// `<script>` and one request; the MCP App document (`crate::mcp`) inlines
+/// the same text.
+pub(crate) const APP_JS: &str = concat!(
     include_str!("../../static/app.js"),
     include_str!("../../static/clarification/table.js"),
     include_str!("../../static/clarification/mapping.js"),

@@ -99,10 +99,12 @@ pub fn who(result: &Value, key: &str) -> String {
 }
 
 /// How the transcript names who answered: the person's name, or "the
-/// agent's MCP client (form mode)" for its `answered_by` of `mcp-client`.
+/// agent's MCP client (form mode)" for its `answered_by` of `mcp-client`,
+/// "the agent's client (MCP App)" for `mcp-app`.
 pub fn shown_answerer(by: &str) -> String {
     match by {
         super::kind::MCP_CLIENT => "the agent's MCP client (form mode)".to_owned(),
+        super::kind::MCP_APP => "the agent's client (MCP App)".to_owned(),
         name => name.to_owned(),
     }
 }

@@ -8,8 +8,8 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::kind::{
-    self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_CLIENT, ParamsOf,
-    Request, Stored, Unloadable,
+    self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_APP, MCP_CLIENT,
+    ParamsOf, Request, Stored, Unloadable,
 };
 use super::{
     Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store, typed,
@@ -179,16 +179,16 @@ pub(crate) async fn submit_as<K: Kind>(
     body: AnswerBody,
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
-    if matches!(by, Answerer::AgentClient(_))
-        && !K::NAMES.iter().all(|k| AGENT_CLIENT_KINDS.contains(k))
-    {
+    if by.agent_side().is_some() && !K::NAMES.iter().all(|k| AGENT_CLIENT_KINDS.contains(k)) {
         return Err(not_for_agent_client());
     }
     let answer = K::read(body)?;
     let mut tx = state.db.begin_write().await?;
     let found = match by {
         Answerer::Person(user) => answerable(&mut tx, id, user).await,
-        Answerer::AgentClient(agent) => answerable_by_agent_client(&mut tx, id, agent).await,
+        Answerer::AgentClient(agent) | Answerer::AgentApp(agent) => {
+            answerable_by_agent_client(&mut tx, id, agent).await
+        }
     };
     let (widget, session) = match found {
         Ok(found) => found,
@@ -199,6 +199,7 @@ pub(crate) async fn submit_as<K: Kind>(
     let (user, name) = match by {
         Answerer::Person(user) => (user, store::user_name(&mut tx, user).await?),
         Answerer::AgentClient(_) => (&session.creator_id, MCP_CLIENT.to_owned()),
+        Answerer::AgentApp(_) => (&session.creator_id, MCP_APP.to_owned()),
     };
     let mut cx = Answering {
         conn: &mut tx,
@@ -206,7 +207,7 @@ pub(crate) async fn submit_as<K: Kind>(
         session: &session,
         user,
         by: &name,
-        from_agent: matches!(by, Answerer::AgentClient(_)),
+        from_agent: by.agent_side().is_some(),
     };
     let result = K::apply(&mut cx, &params, answer).await?;
     let answer = Answer {
@@ -357,6 +358,7 @@ async fn finish(
     let (actor, resolved_by) = match answer.by {
         Answerer::Person(user) => (Actor::User(user.clone()), Some(user)),
         Answerer::AgentClient(agent) => (Actor::McpClient(agent.clone()), None),
+        Answerer::AgentApp(agent) => (Actor::McpApp(agent.clone()), None),
     };
     let cause = Cause {
         actor: &actor,

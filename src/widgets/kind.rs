@@ -171,11 +171,30 @@ pub enum Answerer<'a> {
     /// token it holds. It cannot be told from the agent: it answers only
     /// the kinds in [`AGENT_CLIENT_KINDS`], never as the person.
     AgentClient(&'a SessionId),
+    /// The agent's client answering in an MCP App (`io.modelcontextprotocol/ui`)
+    /// for the agent session whose token it holds: like [`Self::AgentClient`],
+    /// the agent's side, recorded as [`MCP_APP`].
+    AgentApp(&'a SessionId),
+}
+
+impl<'a> Answerer<'a> {
+    /// The agent session whose client answers, for an answer from the
+    /// agent's side (form mode or an MCP App); `None` for a person.
+    pub fn agent_side(self) -> Option<&'a SessionId> {
+        match self {
+            Self::Person(_) => None,
+            Self::AgentClient(agent) | Self::AgentApp(agent) => Some(agent),
+        }
+    }
 }
 
 /// The `answered_by` of an answer given by the agent's MCP client (form
 /// mode); its audit rows' actor is `mcp-client:SESSION`.
 pub const MCP_CLIENT: &str = "mcp-client";
+
+/// The `answered_by` of an answer given in an MCP App in the agent's
+/// client; its audit rows' actor is `mcp-app:SESSION`.
+pub const MCP_APP: &str = "mcp-app";
 
 /// The kinds the agent's MCP client may answer in form mode: questions.
 /// Never env vars (a value would pass through the agent's side) nor
@@ -192,7 +211,7 @@ pub struct Answering<'a> {
     /// agent's MCP client (whose kinds never use it).
     pub user: &'a UserId,
     /// The answering person's name, for `answered_by` / `submitted_by`;
-    /// [`MCP_CLIENT`] for the agent's MCP client.
+    /// [`MCP_CLIENT`] for the agent's MCP client, [`MCP_APP`] for an MCP App.
     pub by: &'a str,
     /// The answer came from the agent's side (its MCP client).
     pub from_agent: bool,

@@ -41,7 +41,7 @@ pub use engine::{
     live, submit, validate,
 };
 pub use env_vars::EnvVars;
-pub use kind::{AnswerBody, Answerer, Kind, MCP_CLIENT, Request};
+pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
 pub use store::WidgetRow;
 pub use wait::{MAX_WAIT_SECS, after_waiting, check_wait, wait_for_answer};
 

@@ -966,3 +966,155 @@ async fn a_value_typed_on_the_page_a_session_client_opened_never_reaches_mcp() {
         "the value reached the vault"
     );
 }
+
+/// One 2026-07-28 request of `method` from a host that declares MCP Apps
+/// (`io.modelcontextprotocol/ui`), its every byte kept.
+async fn raw_app_request(
+    app: &crate::helpers::TestApp,
+    agent: &str,
+    id: u64,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    exchanged: &mut Vec<u8>,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw-host", "version": "0" },
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": { "io.modelcontextprotocol/ui": { "mimeTypes": ["text/html;profile=mcp-app"] } },
+        },
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    exchanged.extend_from_slice(body.to_string().as_bytes());
+    let r = app
+        .client
+        .post(format!("{}/mcp", app.url))
+        .bearer_auth(agent)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    for (name, value) in r.headers() {
+        exchanged.extend_from_slice(name.as_str().as_bytes());
+        exchanged.extend_from_slice(value.as_bytes());
+    }
+    let text = r.bytes().await.unwrap();
+    exchanged.extend_from_slice(&text);
+    let reply: Value = serde_json::from_slice(&text)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&text)));
+    reply["result"].clone()
+}
+
+/// MCP Apps: the app document, and every tool result the app reads of an
+/// env vars widget (its card before and after the person typed the value
+/// on widgetd's page, its status), in a session whose host opted in to
+/// in-client answers, never carry the value in any of its encodings.
+#[tokio::test]
+async fn a_value_typed_for_an_mcp_app_never_reaches_the_app() {
+    let app = crate::elicitation::form_app().await;
+    let alice = crate::elicitation::opted_in(&app, "alice").await;
+    let secret = canary("mcp-app");
+    let mut exchanged = Vec::new();
+    let uri = "ui://widgetd/widget.html";
+    let read = raw_app_request(
+        &app,
+        &alice.agent,
+        1,
+        "resources/read",
+        uri,
+        json!({ "uri": uri }),
+        &mut exchanged,
+    )
+    .await;
+    assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
+    let call = |id, tool: &'static str, arguments: Value| {
+        let params = json!({ "name": tool, "arguments": arguments });
+        (id, tool, params)
+    };
+    let (id, tool, params) = call(
+        2,
+        "request_env_vars",
+        json!({ "names": ["CANARY_KEY"], "reason": "to test" }),
+    );
+    let made = raw_app_request(
+        &app,
+        &alice.agent,
+        id,
+        "tools/call",
+        tool,
+        params,
+        &mut exchanged,
+    )
+    .await;
+    let widget = made["structuredContent"]["widget_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{made}"))
+        .to_owned();
+    let (id, tool, params) = call(3, "app_widget_view", json!({ "widget_id": widget }));
+    let view = raw_app_request(
+        &app,
+        &alice.agent,
+        id,
+        "tools/call",
+        tool,
+        params,
+        &mut exchanged,
+    )
+    .await;
+    let page = view["structuredContent"]["page_url"].as_str().unwrap();
+    let path = page.strip_prefix(&app.url).unwrap().to_owned();
+
+    // The person types the value on widgetd's own page.
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("{path}/submit"),
+            &[
+                ("value.CANARY_KEY", secret.as_str()),
+                ("scope", "session"),
+                ("return_to", "page"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+
+    let (id, tool, params) = call(4, "get_widget_status", json!({ "widget_id": widget }));
+    let status = raw_app_request(
+        &app,
+        &alice.agent,
+        id,
+        "tools/call",
+        tool,
+        params,
+        &mut exchanged,
+    )
+    .await;
+    assert_eq!(
+        status["structuredContent"]["status"], "submitted",
+        "{status}"
+    );
+    let (id, tool, params) = call(5, "app_widget_view", json!({ "widget_id": widget }));
+    let ended = raw_app_request(
+        &app,
+        &alice.agent,
+        id,
+        "tools/call",
+        tool,
+        params,
+        &mut exchanged,
+    )
+    .await;
+    assert_eq!(ended["structuredContent"]["status"], "submitted", "{ended}");
+    assert_absent("the MCP App's messages", &exchanged, &secret);
+    assert_eq!(
+        app.env_of(&alice.session, &alice.host).await,
+        json!({ "CANARY_KEY": secret }),
+        "the value reached the vault"
+    );
+}

@@ -4,6 +4,8 @@
 mod agent_answers;
 mod agents;
 mod approvals;
+mod apps;
+mod apps_host;
 mod auth_cache;
 mod authz;
 mod backend;

@@ -7,7 +7,7 @@ mod claude;
 mod docs;
 mod fake_model;
 mod fake_responses;
-mod harness;
+pub(crate) mod harness;
 mod others;
 
 use std::time::Duration;

@@ -5,11 +5,11 @@
 //! interaction in Chromium, the same with JavaScript off, its limits and
 //! bad answers, and the XSS corpus. The helpers below serve them all.
 
-mod annotation;
+pub(crate) mod annotation;
 mod choice;
 mod curation;
 mod mapping;
-mod ranking;
+pub(crate) mod ranking;
 mod table;
 mod tree;
 

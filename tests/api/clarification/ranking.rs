@@ -59,7 +59,7 @@ async fn enabled(chrome: &Chrome, css: &str) -> bool {
 
 /// Presses the mouse on `from`, moves it in steps onto `to` (`dy` pixels
 /// from its centre) and lets go: a real drag, as a person does it.
-async fn drag(chrome: &Chrome, from: Element, to: Element, dy: f64) {
+pub(crate) async fn drag(chrome: &Chrome, from: Element, to: Element, dy: f64) {
     let steps = MouseActions::new("mouse".into())
         .then(PointerAction::MoveToElement {
             element: from,
@@ -94,12 +94,12 @@ async fn drag(chrome: &Chrome, from: Element, to: Element, dy: f64) {
 }
 
 /// The labels of `card`'s items, in the order shown.
-async fn shown(chrome: &Chrome, card: &str) -> Value {
+pub(crate) async fn shown(chrome: &Chrome, card: &str) -> Value {
     texts(chrome, &format!("{card} li.rank-item .rank-text strong")).await
 }
 
 /// The handle of the item labelled `label` in `card`.
-async fn handle(chrome: &Chrome, card: &str, label: &str) -> Element {
+pub(crate) async fn handle(chrome: &Chrome, card: &str, label: &str) -> Element {
     let at = chrome
         .js(&format!(
             "return [...document.querySelectorAll('{card} li.rank-item')].findIndex(li => li.querySelector('strong').textContent === {});",
