@@ -40,6 +40,7 @@ mod session_admin;
 mod sessions;
 mod sharing;
 mod shutdown;
+mod slack;
 mod streams;
 mod throughput;
 mod unit_file;
