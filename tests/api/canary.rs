@@ -981,7 +981,7 @@ async fn a_value_never_reaches_a_slack_message_or_update() {
         .await;
     assert!(r.status().is_success());
     let id = app
-        .pending_widget(&scene.agent, &scene.session, &["STORED_KEY", "TYPED_KEY"])
+        .pending_widget(&scene.agent, &scene.session, &["TYPED_KEY"])
         .await;
     let posted = slack.wait_for("chat.postMessage", |_| true).await;
     let blocks = posted.body["blocks"].to_string();
