@@ -500,3 +500,57 @@ async fn a_link_is_made_only_with_a_code_from_widgetds_settings() {
         1
     );
 }
+
+/// `widgetd slack connect|status|disconnect` on the real binary: the
+/// credentials come from the environment, are stored sealed, and are never
+/// printed again; a bot token of the wrong shape is refused.
+#[test]
+fn the_cli_connects_shows_and_disconnects_without_printing_a_credential() {
+    use crate::helpers::{COMMAND_LIMIT, OutputWithin, stderr, stdout, widgetd};
+    let tmp = crate::helpers::test_dir();
+    let dir = tmp.path().join("data");
+    crate::helpers::new_data_dir(&dir);
+    let token = format!("xoxb-{}", uuid::Uuid::new_v4().simple());
+    let wrong = widgetd(&dir)
+        .args(["slack", "connect"])
+        .env("WIDGETD_SLACK_BOT_TOKEN", "xoxp-a-user-token")
+        .env("WIDGETD_SLACK_SIGNING_SECRET", SIGNING_SECRET)
+        .output_within(COMMAND_LIMIT);
+    assert!(!wrong.status.success());
+    assert!(stderr(&wrong).contains("xoxb-"), "{}", stderr(&wrong));
+    assert!(
+        !stderr(&wrong).contains("xoxp-a-user-token"),
+        "{}",
+        stderr(&wrong)
+    );
+
+    let connect = widgetd(&dir)
+        .args(["slack", "connect"])
+        .env("WIDGETD_SLACK_BOT_TOKEN", &token)
+        .env("WIDGETD_SLACK_SIGNING_SECRET", SIGNING_SECRET)
+        .output_within(COMMAND_LIMIT);
+    assert!(connect.status.success(), "{}", stderr(&connect));
+    let status = widgetd(&dir)
+        .args(["slack", "status", "--json"])
+        .output_within(COMMAND_LIMIT);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let shown: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(shown["connected"], true, "{shown}");
+    for out in [&connect, &status] {
+        let all = format!("{}{}", stdout(out), stderr(out));
+        assert!(
+            !all.contains(&token) && !all.contains(SIGNING_SECRET),
+            "{all}"
+        );
+    }
+
+    let disconnect = widgetd(&dir)
+        .args(["slack", "disconnect"])
+        .output_within(COMMAND_LIMIT);
+    assert!(disconnect.status.success(), "{}", stderr(&disconnect));
+    let status = widgetd(&dir)
+        .args(["slack", "status", "--json"])
+        .output_within(COMMAND_LIMIT);
+    let shown: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(shown["connected"], false, "{shown}");
+}
