@@ -205,15 +205,17 @@ pub async fn open_part(
 }
 
 /// Queues a Slack message of a new pending widget for each linked person
-/// who may answer it (the creator, people with `prompt` access), inside the
-/// widget's transaction. Nothing when Slack is not connected.
+/// who may answer it (the creator, people with `prompt` access; not a
+/// disabled user), inside the widget's transaction. Nothing when Slack is
+/// not connected.
 pub async fn enqueue_new(
     conn: &mut AnyConnection,
     session: &crate::ids::SessionId,
     widget: &str,
 ) -> AppResult<()> {
     let linked: Vec<UserId> = sqlx::query_scalar(
-        "SELECT l.user_id FROM slack_links l WHERE EXISTS (SELECT 1 FROM slack_workspace)",
+        "SELECT l.user_id FROM slack_links l JOIN users u ON u.id = l.user_id \
+         WHERE u.disabled = 0 AND EXISTS (SELECT 1 FROM slack_workspace)",
     )
     .fetch_all(&mut *conn)
     .await?;
