@@ -271,6 +271,56 @@ mod tests {
         assert_eq!(widget_of_block("abc"), None);
     }
 
+    fn pending(kind: &str, params: serde_json::Value) -> WidgetRow {
+        WidgetRow {
+            id: crate::widgets::WidgetId::generate(),
+            session_id: crate::ids::SessionId::generate(),
+            kind: kind.to_owned(),
+            params: params.to_string(),
+            status: WidgetStatus::Pending,
+            result: None,
+            created_at: 0,
+            expires_at: 1,
+            resolved_at: None,
+            resolved_by: None,
+        }
+    }
+
+    #[test]
+    fn what_is_not_shown_in_full_or_is_an_env_var_request_gets_no_buttons() {
+        let fenced = pending(
+            "approval",
+            json!({ "tool": "Bash", "input": { "command": "echo ```x```" } }),
+        );
+        let env = pending(
+            "env_vars",
+            json!({ "names": ["A_KEY"], "reason": "r", "default_scope": "global" }),
+        );
+        let several = pending(
+            "ask_user",
+            json!({ "questions": [
+                { "question": "A?", "header": "A", "options": [{ "label": "x" }, { "label": "y" }] },
+                { "question": "B?", "header": "B", "options": [{ "label": "x" }, { "label": "y" }] }] }),
+        );
+        for widget in [&fenced, &env, &several] {
+            let blocks = message(widget, "t", "https://w.example").blocks.to_string();
+            assert!(!blocks.contains(BLOCK_PREFIX), "{} {blocks}", widget.kind);
+            assert!(blocks.contains(&format!("https://w.example/widgets/{}", widget.id)));
+        }
+        // A click on such a message (forged, or from an older version) answers nothing.
+        assert_eq!(answer_fields(&fenced, &Choice::Decision("once")), None);
+        assert_eq!(answer_fields(&several, &Choice::Option(0)), None);
+        assert_eq!(answer_fields(&env, &Choice::Option(0)), None);
+        let plain = pending(
+            "approval",
+            json!({ "tool": "Bash", "input": { "command": "ls" } }),
+        );
+        assert_eq!(
+            answer_fields(&plain, &Choice::Decision("once")),
+            Some(vec![("decision".to_owned(), "once".to_owned())])
+        );
+    }
+
     #[test]
     fn a_fence_in_a_command_is_never_shown_as_mrkdwn() {
         assert_eq!(
