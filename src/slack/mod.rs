@@ -204,6 +204,32 @@ pub async fn open_part(
     Ok(Some(text.into()))
 }
 
+/// Authenticates both sealed Slack credentials (for `widgetd check`):
+/// how many were checked and why each failed. Nothing decrypted leaves
+/// this function.
+pub async fn check_secrets(
+    conn: &mut AnyConnection,
+    keyring: &Keyring,
+) -> sqlx::Result<(i64, Vec<String>)> {
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for (part, name) in [
+        (Part::BotToken, "bot token"),
+        (Part::SigningSecret, "signing secret"),
+    ] {
+        match open_part(conn, keyring, part).await {
+            Ok(None) => return Ok((0, Vec::new())),
+            Ok(Some(_)) => checked += 1,
+            Err(AppError::Database(e)) => return Err(e),
+            Err(e) => {
+                checked += 1;
+                bad.push(format!("the Slack {name}: {e}"));
+            }
+        }
+    }
+    Ok((checked, bad))
+}
+
 /// Queues a Slack message of a new pending widget for each linked person
 /// who may answer it (the creator, people with `prompt` access; not a
 /// disabled user), inside the widget's transaction. Nothing when Slack is

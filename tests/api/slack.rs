@@ -544,6 +544,22 @@ fn the_cli_connects_shows_and_disconnects_without_printing_a_credential() {
         );
     }
 
+    let check = widgetd(&dir)
+        .args(["check", "--json"])
+        .output_within(COMMAND_LIMIT);
+    assert!(check.status.success(), "{}", stderr(&check));
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let slack = report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "slack_secrets")
+        .unwrap_or_else(|| panic!("no slack_secrets in {report}"));
+    assert_eq!(slack["checked"], 2, "{slack}");
+    assert_eq!(slack["problems"], json!([]), "{slack}");
+    let printed = format!("{}{}", stdout(&check), stderr(&check));
+    assert!(!printed.contains(&token) && !printed.contains(SIGNING_SECRET));
+
     let disconnect = widgetd(&dir)
         .args(["slack", "disconnect"])
         .output_within(COMMAND_LIMIT);
