@@ -1,7 +1,7 @@
 //! `widgetd check`: is this data dir whole? It looks at the file the way
 //! SQLite sees it (`db::integrity`), unwraps every data key, authenticates
-//! every ciphertext (env values, webhook signing secrets) without showing
-//! any, and verifies the audit chain. Each part reports what it checked and
+//! every ciphertext (env values, webhook signing secrets, the Slack
+//! credentials) without showing any, and verifies the audit chain. Each part reports what it checked and
 //! each problem it found, where it is, and what to do about it.
 
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ const BATCH: i64 = 500;
 #[derive(Debug, Serialize)]
 pub struct Section {
     /// A stable name: `wal`, `database`, `foreign_keys`, `keyring`,
-    /// `env_values`, `webhook_secrets`, `audit_chain`.
+    /// `env_values`, `webhook_secrets`, `slack_secrets`, `audit_chain`.
     pub name: &'static str,
     /// How many things it looked at (pages, keys, rows).
     pub checked: i64,
@@ -54,6 +54,8 @@ const NEXT_VALUES: &str = "each listed value cannot be decrypted: set it again (
      the settings page) or delete it, or restore a backup where it still decrypts";
 const NEXT_WEBHOOKS: &str = "delete each listed webhook on /settings/webhooks and add it again \
      (receivers get a new signing secret)";
+const NEXT_SLACK: &str = "connect Slack again (`widgetd slack connect` or /admin/slack) with the \
+     app's bot token and signing secret";
 const NEXT_AUDIT: &str = "the audit log was changed outside widgetd: keep a copy of this data dir \
      as evidence, compare with the heads you recorded (docs/operations.md, \"The audit log\"), and \
      restore a backup whose chain verifies";
@@ -171,6 +173,8 @@ async fn check_open(
     sections.push(readable("env_values", values));
     let webhooks = webhooks_section(db, &mut conn, &keyring, &owners).await;
     sections.push(readable("webhook_secrets", webhooks));
+    let slack = slack_section(db, &mut conn, &keyring).await;
+    sections.push(readable("slack_secrets", slack));
     sections.push(readable("audit_chain", audit_section(&mut conn).await));
     Ok(sections)
 }
@@ -386,6 +390,25 @@ async fn webhooks_section(
         problems,
         NEXT_WEBHOOKS,
     ))
+}
+
+async fn slack_section(
+    db: &Db,
+    conn: &mut sqlx::AnyConnection,
+    keyring: &Keyring,
+) -> anyhow::Result<Section> {
+    let (checked, bad) = match db.has_table("slack_workspace").await? {
+        true => crate::slack::check_secrets(conn, keyring).await?,
+        false => (0, Vec::new()),
+    };
+    let summary = match checked {
+        0 => "Slack is not connected".to_owned(),
+        n => format!(
+            "{n} Slack credential(s), {} authenticated",
+            n - bad.len() as i64
+        ),
+    };
+    Ok(section("slack_secrets", checked, summary, bad, NEXT_SLACK))
 }
 
 async fn audit_section(conn: &mut sqlx::AnyConnection) -> anyhow::Result<Section> {

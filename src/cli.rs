@@ -7,6 +7,7 @@ mod checks;
 mod commands;
 mod data;
 mod sessions;
+mod slack;
 mod vault;
 
 use std::ffi::OsString;
@@ -20,6 +21,7 @@ use crate::db::DatabaseUrl;
 
 pub use checks::default_public_url;
 pub use commands::run;
+pub use slack::SlackCommand;
 
 /// The data dir when none is given: a per-user one, so that running widgetd
 /// from a source checkout does not put keys and values inside it. A
@@ -118,6 +120,9 @@ pub enum Command {
     /// List and verify the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Connect the deployment to a Slack app, show or end the connection.
+    #[command(subcommand)]
+    Slack(SlackCommand),
     /// Run a command with a session's env vars, masking them in its output.
     Exec(ExecArgs),
     /// Host a headless agent CLI turn by turn: the first prompt, then one
@@ -203,6 +208,9 @@ pub struct ServeArgs {
     /// headers are ignored. Default: none (the TCP peer is the client).
     #[arg(long, env = "WIDGETD_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::forwarded::IpRange::parse)]
     pub trusted_proxies: Vec<crate::forwarded::IpRange>,
+    /// For tests only: the Slack Web API's base URL (a loopback fake).
+    #[arg(long, env = "WIDGETD_SLACK_API_BASE", hide = true, default_value = crate::slack::API_BASE)]
+    pub slack_api_base: String,
     /// Run the built-in demo agent: creates the user `demo` and a demo
     /// session and walks through each widget. Only on an empty data dir
     /// (or one an earlier --demo made).

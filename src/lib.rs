@@ -33,6 +33,7 @@ pub mod prompts;
 pub mod restore;
 pub mod secrets;
 pub mod sessions;
+pub mod slack;
 pub mod startup;
 pub mod stream_limits;
 pub mod transcript;
@@ -77,6 +78,9 @@ pub struct Settings {
     /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` is believed
     /// (`serve --trusted-proxies`); empty: the TCP peer is the client.
     pub trusted_proxies: Vec<forwarded::IpRange>,
+    /// The Slack Web API, `https://slack.com/api`; another only in tests
+    /// (`serve --slack-api-base`, hidden), which point it at a fake.
+    pub slack_api_base: String,
 }
 
 impl Settings {
@@ -104,6 +108,7 @@ impl Settings {
             elicitation: mcp::Elicitation::Url,
             webhooks_allow_private: false,
             trusted_proxies: Vec::new(),
+            slack_api_base: slack::API_BASE.to_owned(),
         }
     }
 
@@ -178,6 +183,8 @@ pub fn app(state: AppState) -> Router {
         .merge(web::router())
         .merge(webhooks::api::router())
         .merge(webhooks::page::router())
+        .merge(slack::page::router())
+        .merge(slack::interact::router())
         .layer(web::session_layer(&state))
         .merge(mcp::router(&state))
         .layer(axum::middleware::from_fn_with_state(

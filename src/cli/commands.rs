@@ -78,6 +78,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Env(cmd) => Admin::Env(cmd),
         Command::Keys(cmd) => Admin::Keys(cmd),
         Command::Audit(cmd) => Admin::Audit(cmd),
+        Command::Slack(cmd) => Admin::Slack(cmd),
     };
     let url = database.unwrap_or_else(|| DatabaseUrl::Sqlite(dir.join(DB_FILE)));
     let data = startup::open(&dir, Some(&url)).await?;
@@ -89,6 +90,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Admin::Env(cmd) => super::vault::env(&data, cmd).await,
         Admin::Keys(cmd) => super::vault::keys(&data, cmd).await,
         Admin::Audit(cmd) => super::data::audit(&data, cmd).await,
+        Admin::Slack(cmd) => super::slack::run(&data, cmd).await,
     };
     // Closing checkpoints the WAL, so the database file is complete and
     // stable once the command returns.
@@ -106,6 +108,7 @@ enum Admin {
     Env(EnvCommand),
     Keys(KeysCommand),
     Audit(AuditCommand),
+    Slack(super::SlackCommand),
 }
 
 async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> anyhow::Result<()> {
@@ -188,6 +191,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     settings.elicitation = args.elicitation;
     settings.webhooks_allow_private = args.webhooks_allow_private;
     settings.trusted_proxies = args.trusted_proxies;
+    settings.slack_api_base = args.slack_api_base;
     settings.widget_ttl_ms =
         i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     settings
@@ -202,6 +206,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
             Duration::from_secs(args.sweep_secs.max(1)),
         )),
         tokio::spawn(crate::webhooks::delivery::run(state.clone())),
+        tokio::spawn(crate::slack::delivery::run(state.clone())),
     ];
     if args.demo {
         jobs.push(start_demo(&state, &shown_dir).await?);

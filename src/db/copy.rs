@@ -29,6 +29,9 @@ const TABLES: &[(&str, &str)] = &[
     ("approval_rules", "id"),
     ("webhook_endpoints", "id"),
     ("webhook_outbox", "id"),
+    ("slack_workspace", "id"),
+    ("slack_links", "user_id"),
+    ("slack_messages", "id"),
 ];
 
 /// Not copied: browser sessions (people sign in again on the new
@@ -39,6 +42,8 @@ const SKIPPED: &[&str] = &[
     "web_sessions",
     "rate_limits",
     "auth_epoch",
+    // Link codes live ten minutes; a person asks for a new one.
+    "slack_link_codes",
     "_sqlx_migrations",
 ];
 

@@ -245,7 +245,11 @@ async fn attempt(sender: &Sender, notice: &Due) -> Outcome {
         let data = &payload["data"];
         request = request
             .header("Title", "widgetd")
-            .header("Click", data["widget_url"].as_str().unwrap_or_default());
+            .header("Click", data["widget_url"].as_str().unwrap_or_default())
+            .header(
+                "Actions",
+                ntfy_actions(&state.settings.public_url, &payload),
+            );
     }
     match request.body(body).send().await {
         Ok(response) if response.status().is_success() => {
@@ -301,6 +305,14 @@ fn render(format: Format, payload: &Value) -> (String, &'static str) {
         }
         Format::Ntfy => (text, "text/plain; charset=utf-8"),
     }
+}
+
+/// ntfy's action buttons (simple format, docs.ntfy.sh "Action buttons"):
+/// one `view` action opening the widget's own page, where the person logs
+/// in to answer. Never an `http` action: that would answer without a login.
+pub fn ntfy_actions(public_url: &str, payload: &Value) -> String {
+    let widget = payload["data"]["widget_id"].as_str().unwrap_or_default();
+    format!("view, Open in widgetd, {public_url}/widgets/{widget}")
 }
 
 /// One line for people: what waits or ended, where.

@@ -442,7 +442,8 @@ async fn after_resolution(
     Ok(())
 }
 
-/// Queues the webhook notices of a change, in its transaction.
+/// Queues the webhook notices and Slack messages of a change, in its
+/// transaction.
 async fn notify(
     tx: &mut AnyConnection,
     state: &AppState,
@@ -450,7 +451,7 @@ async fn notify(
     loaded: &dyn Loaded,
     event: &'static str,
     status: WidgetStatus,
-) -> sqlx::Result<()> {
+) -> AppResult<()> {
     let notice = crate::webhooks::Notice {
         event,
         session: &widget.session_id,
@@ -459,7 +460,13 @@ async fn notify(
         status: status.as_str(),
         names: loaded.env_names(),
     };
-    crate::webhooks::enqueue(tx, &state.settings, &notice).await
+    crate::webhooks::enqueue(tx, &state.settings, &notice).await?;
+    match status {
+        WidgetStatus::Pending => {
+            crate::slack::enqueue_new(tx, &widget.session_id, widget.id.as_str()).await
+        }
+        _ => Ok(crate::slack::enqueue_update(tx, widget.id.as_str()).await?),
+    }
 }
 
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its

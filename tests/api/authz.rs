@@ -150,6 +150,16 @@ const TABLE: &[Row] = &[
     row("POST", "/api/v1/webhooks", Bearer, "....cvpsm"),
     row("DELETE", "/api/v1/webhooks/{id}", Bearer, "....cvpsm"),
     row("GET", "/api/v1/webhooks/deliveries", Bearer, "....cvpsm"),
+    row("GET", "/settings/slack", Cookie, "....cvpsm"),
+    row("POST", "/settings/slack/code", Cookie, "....cvpsm"),
+    row("POST", "/settings/slack/unlink", Cookie, "....cvpsm"),
+    row("GET", "/admin/slack", Cookie, "........m"),
+    row("POST", "/admin/slack/connect", Cookie, "........m"),
+    row("POST", "/admin/slack/disconnect", Cookie, "........m"),
+    // Signed by Slack, not by a caller of ours: without its signature every
+    // caller is refused (tests/api/slack.rs checks the signed ones).
+    row("POST", "/slack/interactions", Bearer, "*"),
+    row("POST", "/slack/commands", Bearer, "*"),
     row("POST", "/api/v1/sessions/{id}/archive", Bearer, "....c...."),
     row(
         "POST",
@@ -324,6 +334,10 @@ fn form_for(path: &str) -> Vec<(&'static str, String)> {
             vec![("id", "no-such-id".into())]
         }
         "/settings/webhooks" => vec![("url", "http://192.0.2.1:9/matrix".into())],
+        "/admin/slack/connect" => vec![
+            ("bot_token", "xoxb-matrix-token".into()),
+            ("signing_secret", "matrix-signing-secret".into()),
+        ],
         "/settings/password" => vec![
             ("current_password", crate::helpers::PASSWORD.into()),
             ("new_password", "a new long matrix password".into()),

@@ -1118,3 +1118,46 @@ async fn a_value_typed_for_an_mcp_app_never_reaches_the_app() {
         "the value reached the vault"
     );
 }
+
+/// Slack never gets a value: an env-var request's message only links to
+/// widgetd's page, and neither it nor its update (after the value is typed
+/// there) nor any other call to Slack's API carries a stored or typed value.
+#[tokio::test]
+async fn a_value_never_reaches_a_slack_message_or_update() {
+    let (app, slack) = crate::slack::slack_app().await;
+    let scene = crate::helpers::scene(&app, "alice").await;
+    crate::slack::link(&app, "alice", "UALICE").await;
+    let (stored, typed) = (canary("slack-stored"), canary("slack-typed"));
+    let r = app
+        .put_env(&scene.host, "STORED_KEY", &json!({ "value": stored }))
+        .await;
+    assert!(r.status().is_success());
+    let id = app
+        .pending_widget(&scene.agent, &scene.session, &["TYPED_KEY"])
+        .await;
+    let posted = slack.wait_for("chat.postMessage", |_| true).await;
+    let blocks = posted.body["blocks"].to_string();
+    assert!(
+        !blocks.contains("widgetd:"),
+        "an env-var request has no answer buttons: {blocks}"
+    );
+    assert!(blocks.contains(&format!("/widgets/{id}")), "{blocks}");
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("value.TYPED_KEY", &typed), ("scope", "global")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    slack.wait_for("chat.update", |_| true).await;
+    let sent: Vec<u8> = slack
+        .calls()
+        .iter()
+        .flat_map(|c| c.body.to_string().into_bytes())
+        .collect();
+    for value in [&stored, &typed] {
+        assert_absent("what Slack got", &sent, value);
+    }
+}

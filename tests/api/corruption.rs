@@ -223,7 +223,7 @@ async fn check_passes_a_sound_data_dir_and_shows_no_value() {
         .output_within(COMMAND_LIMIT);
     assert!(out.status.success());
     let text = stdout(&out);
-    assert!(text.contains("All 7 checks passed."), "{text}");
+    assert!(text.contains("All 8 checks passed."), "{text}");
     assert!(
         stderr(&out).contains("env values: 6/6 (100%)"),
         "progress lines when not on a terminal: {}",

@@ -42,6 +42,7 @@ mod session_admin;
 mod sessions;
 mod sharing;
 mod shutdown;
+mod slack;
 mod streams;
 mod throughput;
 mod unit_file;

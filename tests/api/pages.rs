@@ -198,6 +198,8 @@ pub async fn tour() -> Tour {
         ("env-vars", "/settings/env".to_owned()),
         ("approvals", "/settings/approvals".to_owned()),
         ("notifications", "/settings/webhooks".to_owned()),
+        ("slack", "/settings/slack".to_owned()),
+        ("slack-app", "/admin/slack".to_owned()),
         ("password", "/settings/password".to_owned()),
         ("users", "/admin/users".to_owned()),
         ("audit", "/admin/audit".to_owned()),

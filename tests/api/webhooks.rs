@@ -483,3 +483,33 @@ async fn one_users_hanging_receivers_do_not_delay_another_users_notice() {
     let notice: Value = serde_json::from_str(&got[0].body).unwrap();
     assert_eq!(notice["data"]["names"], json!(["B_KEY"]));
 }
+
+/// An ntfy notice carries one `view` action that opens the widget's own
+/// page (where the person logs in), and no action that could answer.
+#[tokio::test]
+async fn an_ntfy_notice_has_a_view_action_to_the_widgets_page_and_nothing_that_answers() {
+    let app = spawn_app_with(|s| s.webhooks_allow_private = true).await;
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    let alice = scene(&app, "alice").await;
+    let (receiver, url) = Receiver::start(&[]).await;
+    add_webhook(&app, &alice.host, &url, "ntfy").await;
+    let id = app
+        .pending_widget(&alice.agent, &alice.session, &["NTFY_KEY"])
+        .await;
+    let got = receiver.wait_for(1).await;
+    let actions = header(&got[0], "actions");
+    assert_eq!(
+        actions,
+        format!("view, Open in widgetd, {}/widgets/{id}", app.url)
+    );
+    assert!(
+        !actions.contains("http,") && !actions.contains("broadcast"),
+        "{actions}"
+    );
+    assert!(
+        header(&got[0], "click").ends_with(&format!("#w-{id}")),
+        "{:?}",
+        got[0].headers
+    );
+    assert!(got[0].body.contains("NTFY_KEY"), "{}", got[0].body);
+}
