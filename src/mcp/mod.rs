@@ -11,6 +11,7 @@
 mod answers;
 mod elicit;
 mod inflight;
+mod life;
 mod modes;
 mod offers;
 mod schema;

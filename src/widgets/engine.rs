@@ -11,6 +11,7 @@ use super::kind::{
     self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_CLIENT, ParamsOf,
     Request, Stored, Unloadable,
 };
+use super::life::Life;
 use super::{
     Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store, typed,
 };
@@ -54,12 +55,35 @@ pub async fn create<R: Request>(
     params: ParamsOf<R>,
     cause: Cause<'_>,
 ) -> AppResult<Created> {
+    create_living::<R>(state, session_id, params, &Life::default(), cause).await
+}
+
+/// [`create`] with the agent's choices for the widget's life: how long it
+/// waits, and the pending widget of the session it replaces, withdrawn in
+/// the same transaction (`409 widget_not_pending`, and nothing created,
+/// when a person answered that one first).
+pub async fn create_living<R: Request>(
+    state: &AppState,
+    session_id: &SessionId,
+    params: ParamsOf<R>,
+    life: &Life,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
     let mut tx = state.db.begin_write().await?;
     let session = live(sessions::get_session(&mut tx, session_id).await?)?;
     let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
     let stored = serde_json::to_string(&params).expect("params serialize");
     let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
-    let widget = new_row(state, &session, R::NAME, stored, born);
+    let mut widget = new_row(state, &session, R::NAME, stored, born);
+    if let Some(ms) = life.expires_in_ms {
+        widget.expires_at = widget.created_at.saturating_add(ms);
+    }
+    if let Some(old) = &life.replaces {
+        let replaced = super::life::replace(&mut tx, state, &session.id, old, &widget.id, &cause);
+        if let Err(err) = replaced.await {
+            return Err(refused_once_settled(tx, err).await);
+        }
+    }
     insert_widget(&mut tx, state, &widget, &Stored::<R::Kind>(params), &cause).await?;
     tx.commit().await?;
     state.hub.publish(&session.id);
@@ -326,7 +350,7 @@ async fn answerable_by_agent_client(
 /// the refusal waits for that batch's commit (its own savepoint changed
 /// nothing), so that what it says, and what a page shows next, is on disk.
 /// A batch that failed is reported as that failure instead.
-async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
+pub(super) async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
     if !matches!(err, AppError::WidgetNotPending(_)) {
         return err;
     }
@@ -377,16 +401,16 @@ async fn finish(
 }
 
 /// Where a widget goes, with what result, and who took it there.
-struct Change<'a> {
-    to: WidgetStatus,
-    result: &'a Value,
-    by: Option<&'a UserId>,
+pub(super) struct Change<'a> {
+    pub(super) to: WidgetStatus,
+    pub(super) result: &'a Value,
+    pub(super) by: Option<&'a UserId>,
 }
 
 /// Takes `widget` out of `pending` (the guarded update), then writes the
 /// prompt, event and audit row. 409 with the current status if it was not
 /// pending any more.
-async fn transition(
+pub(super) async fn transition(
     tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
@@ -411,7 +435,9 @@ async fn after_resolution(
     result: &Value,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
-    let text = loaded.prompt(&state.settings.prompt_tag, to, result);
+    let tag = &state.settings.prompt_tag;
+    let text = super::life::withdrawal_prompt(tag, to, result)
+        .unwrap_or_else(|| loaded.prompt(tag, to, result));
     let note = result["note"]
         .as_str()
         .filter(|_| to == WidgetStatus::Dismissed);
@@ -433,7 +459,14 @@ async fn after_resolution(
         widget: Some(widget.id.as_str()),
         names: loaded.env_names().map(|n| n.join(",")),
         scope: result["scope"].as_str(),
-        detail: result["decision"].as_str().map(|d| format!("decision={d}")),
+        detail: match (result["decision"].as_str(), result["withdrawn_by"].as_str()) {
+            (Some(d), _) => Some(format!("decision={d}")),
+            (None, Some(_)) => Some(match result["replaced_by"].as_str() {
+                Some(new) => format!("withdrawn by the agent; replaced_by={new}"),
+                None => "withdrawn by the agent".to_owned(),
+            }),
+            (None, None) => None,
+        },
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     notify(tx, state, widget, loaded, "widget.resolved", to).await?;

@@ -21,6 +21,7 @@ pub mod delivery;
 mod engine;
 pub mod env_vars;
 pub mod kind;
+pub mod life;
 #[cfg(test)]
 mod properties;
 mod store;
@@ -37,8 +38,8 @@ pub use ask::{Ask, AskUser, Questions};
 pub use clarification::Clarification;
 pub use delivery::{Answered, Waited};
 pub use engine::{
-    MAX_PENDING_PER_SESSION, archive_session, create, dismiss_widget, expire_due, expire_unwaited,
-    live, submit, validate,
+    MAX_PENDING_PER_SESSION, archive_session, create, create_living, dismiss_widget, expire_due,
+    expire_unwaited, live, submit, validate,
 };
 pub use env_vars::EnvVars;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_CLIENT, Request};

@@ -34,6 +34,51 @@ impl AskParams {
         Ok(answers)
     }
 
+    /// Reads the answer shapes of the specifications these questions come
+    /// from as the form's fields, for a widget of one question: wick's
+    /// `Answer{value, text}` (a picked option's value or label, and typed
+    /// text; when both are given the value wins and the text is dropped)
+    /// and nebo's `{value}` (a `checkbox` answered as its labels joined
+    /// with commas). Fields of the form itself pass unchanged.
+    pub fn value_text_fields(&self, fields: Vec<(String, String)>) -> Vec<(String, String)> {
+        let foreign = |k: &str| k == "value" || k == "text";
+        let ([q], true) = (
+            self.questions.as_slice(),
+            fields.iter().any(|(k, _)| foreign(k)),
+        ) else {
+            return fields;
+        };
+        if fields.iter().any(|(k, _)| !foreign(k)) {
+            return fields;
+        }
+        let field = |key: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let (value, text) = (field("value"), field("text"));
+        let option = |v: &str| {
+            let v = v.trim();
+            q.options
+                .iter()
+                .find(|o| o.value.as_deref() == Some(v))
+                .or_else(|| q.options.iter().find(|o| o.label == v))
+                .map_or_else(|| v.to_owned(), |o| o.label.clone())
+        };
+        match value.filter(|v| !v.trim().is_empty()) {
+            Some(v) if q.multi_select && !q.options.iter().any(|o| o.answer() == v.trim()) => v
+                .split(',')
+                .filter(|part| !part.trim().is_empty())
+                .map(|part| ("answer.0".to_owned(), option(part)))
+                .collect(),
+            Some(v) => vec![("answer.0".to_owned(), option(v))],
+            None => text
+                .map(|t| vec![("other.0".to_owned(), t.to_owned())])
+                .unwrap_or_default(),
+        }
+    }
+
     /// Only the fields this form has: `answer.{i}` of each question (as
     /// many as it has options), `other.{i}` once where a typed answer is
     /// offered. Anything else is refused as `invalid_body`, naming no key
@@ -191,6 +236,7 @@ mod tests {
             questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
             simple: None,
             default: None,
+            agent_name: None,
         };
         let f = |pairs: &[(&str, &str)]| {
             pairs
@@ -247,6 +293,7 @@ mod tests {
             ],
             simple: None,
             default: None,
+            agent_name: None,
         };
         let f = |pairs: &[(&str, &str)]| {
             pairs
