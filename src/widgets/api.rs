@@ -73,6 +73,7 @@ async fn create_widget<R: Request>(
 ) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     let life = life::split(&mut body, state.settings.widget_ttl_ms)?;
+    R::normalise(&mut body);
     let (params, wait) = validate::<R>(parse_value(Value::Object(body))?)?;
     let actor = actor_of(&principal);
     let cause = Cause {

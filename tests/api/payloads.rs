@@ -110,6 +110,13 @@ async fn claude_codes_ask_user_question_is_asked_as_written_over_mcp_and_rest() 
     assert_eq!(option["preview_markdown"], "```\n# Summary\n- one\n```");
     assert!(option.get("markdown").is_none(), "{option}");
 
+    // `metadata` (tracking, never shown) is accepted and left unread.
+    let mut tracked = ask_user_question_example();
+    tracked["metadata"] = json!({ "source": "remember" });
+    let id = created(create(&app, &s, "ask-user", &tracked).await).await;
+    let view = widget(&app, &s.agent, &id).await;
+    assert!(!view.to_string().contains("remember"), "{view}");
+
     // `answers` is filled in by Claude Code's host, never sent by a model:
     // it stays an unknown field, refused without an echo, nothing created.
     let before = app.count("SELECT count(*) FROM widgets").await;

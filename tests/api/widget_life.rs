@@ -321,7 +321,11 @@ async fn every_kind_takes_expires_in_seconds_within_the_servers_maximum() {
     let page = app
         .page(&browser, &format!("/sessions/{}", s.session))
         .await;
-    assert!(page.contains("Question expired at"), "{page}");
+    assert!(
+        page.contains(&format!("data-widget=\"{id}\" data-status=\"expired\"")),
+        "{page}"
+    );
+    assert!(page.contains("Question expired"), "{page}");
     let prompts = app.prompts(&s.host, &s.session, 0).await;
     assert!(
         prompts.iter().any(|p| p["widget_id"] == json!(id)

@@ -75,9 +75,12 @@ pub struct Question {
 #[serde(deny_unknown_fields)]
 pub struct AskUserInput {
     /// 1 to 4 questions, answered together in one form.
-    #[serde(default)]
-    #[schemars(required)]
     pub questions: Vec<Question>,
+    /// Claude Code's AskUserQuestion `metadata` (for tracking, never
+    /// shown): accepted and left unread.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// wick's `ask_user`: one question, instead of `questions`.
     #[serde(default)]
     #[schemars(skip)]

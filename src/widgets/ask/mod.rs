@@ -144,6 +144,14 @@ impl Request for AskUser {
         AskParams::parse(&input)
     }
 
+    /// wick's one-question `ask_user` has no `questions`: an empty list
+    /// stands for it, and `parse` reads its own fields.
+    fn normalise(args: &mut serde_json::Map<String, Value>) {
+        if args.contains_key("question") && !args.contains_key("questions") {
+            args.insert("questions".to_owned(), Value::Array(Vec::new()));
+        }
+    }
+
     fn wait_seconds(input: &AskUserInput) -> Option<u64> {
         input.wait_seconds
     }

@@ -255,6 +255,7 @@ impl AskParams {
     /// (`{label, value}` or labels), `allow_freeform` and `agent_name`,
     /// shown as radio buttons (and a typed answer where allowed).
     fn parse_wick(input: &AskUserInput) -> AppResult<Self> {
+        // `normalise` gave wick's call an empty `questions`.
         if !input.questions.is_empty() {
             return Err(invalid(
                 "ambiguous_ask",
