@@ -243,3 +243,74 @@ pub fn withdrawn(widget: &WidgetRow) -> Option<Withdrawn> {
         replaced_by: result["replaced_by"].as_str().map(str::to_owned),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split_of(args: Value, ttl_ms: i64) -> (AppResult<Life>, Map<String, Value>) {
+        let Value::Object(mut args) = args else {
+            panic!("an object")
+        };
+        let life = split(&mut args, ttl_ms);
+        (life, args)
+    }
+
+    fn code(result: AppResult<Life>) -> &'static str {
+        match result {
+            Err(AppError::Invalid { code, .. } | AppError::BadRequest { code, .. }) => code,
+            Err(AppError::NotFound(_)) => "not_found",
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_life_fields_are_taken_out_and_bounded_by_the_ttl() {
+        let (life, rest) = split_of(
+            json!({ "question": "Q?", "expires_in_seconds": 60, "wait_seconds": 5 }),
+            3_600_000,
+        );
+        assert_eq!(life.unwrap().expires_in_ms, Some(60_000));
+        assert_eq!(
+            Value::Object(rest),
+            json!({ "question": "Q?", "wait_seconds": 5 })
+        );
+        let (life, _) = split_of(json!({ "expires_in_seconds": 3600 }), 3_600_000);
+        assert_eq!(life.unwrap().expires_in_ms, Some(3_600_000));
+        for (args, expected) in [
+            (json!({ "expires_in_seconds": 3601 }), "expiry_too_long"),
+            (json!({ "expires_in_seconds": u64::MAX }), "expiry_too_long"),
+            (json!({ "expires_in_seconds": 0 }), "invalid_expiry"),
+            (json!({ "expires_in_seconds": -1 }), "invalid_body"),
+            (json!({ "replaces": "w_x" }), "invalid_body"),
+            (json!({ "replaces": { "widget_id": "nope" } }), "not_found"),
+            (
+                json!({ "replaces": { "widget_id": "x", "why": 1 } }),
+                "invalid_body",
+            ),
+        ] {
+            assert_eq!(
+                code(split_of(args.clone(), 3_600_000).0),
+                expected,
+                "{args}"
+            );
+        }
+        let (life, rest) = split_of(json!({ "question": "Q?" }), 1000);
+        let life = life.unwrap();
+        assert!(life.expires_in_ms.is_none() && life.replaces.is_none());
+        assert_eq!(rest.len(), 1);
+    }
+
+    #[test]
+    fn a_withdrawal_has_its_own_prompt_and_card_line() {
+        let withdrawn = json!({ "withdrawn_by": "agent", "replaced_by": "w_new" });
+        let prompt = withdrawal_prompt("[Agor]", WidgetStatus::Cancelled, &withdrawn);
+        assert_eq!(
+            prompt.as_deref(),
+            Some("[Agor] You replaced this request with w_new; nothing was given.")
+        );
+        let archived = json!({});
+        assert!(withdrawal_prompt("[Agor]", WidgetStatus::Cancelled, &archived).is_none());
+        assert!(withdrawal_prompt("[Agor]", WidgetStatus::Expired, &withdrawn).is_none());
+    }
+}

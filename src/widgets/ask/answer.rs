@@ -231,6 +231,52 @@ mod tests {
     }
 
     #[test]
+    fn wicks_and_nebos_answers_read_as_the_forms_fields() {
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let input: AskInput = serde_json::from_value(json!({
+            "question": "Env?", "widget": "radio", "allow_freeform": true,
+            "options": [{ "label": "Production", "value": "prod" }, "staging"]
+        }))
+        .unwrap();
+        let p = AskParams::parse_simple(&input).unwrap();
+        // The value wins over the text; a value or a label names the option.
+        for (given, answer) in [
+            (vec![("value", "prod"), ("text", "later")], "prod"),
+            (vec![("value", "Production")], "prod"),
+            (vec![("text", "qa, please")], "qa, please"),
+            (vec![("value", " "), ("text", "qa")], "qa"),
+        ] {
+            let fields = p.value_text_fields(f(&given));
+            assert_eq!(p.answers(&fields).unwrap()["Env?"], answer, "{given:?}");
+        }
+        // The form's own fields, or a mix, pass unchanged (and are refused).
+        let mixed = f(&[("value", "prod"), ("answer.0", "staging")]);
+        assert_eq!(p.value_text_fields(mixed.clone()), mixed);
+        let checkbox: AskInput = serde_json::from_value(json!({
+            "question": "Files?", "widget": "checkbox", "options": ["a, b", "c", "d"]
+        }))
+        .unwrap();
+        let p = AskParams::parse_simple(&checkbox).unwrap();
+        let answers = p
+            .answers(&p.value_text_fields(f(&[("value", "c,d")])))
+            .unwrap();
+        assert_eq!(answers["Files?"], json!(["c", "d"]));
+        let whole = p
+            .answers(&p.value_text_fields(f(&[("value", "a, b")])))
+            .unwrap();
+        assert_eq!(
+            whole["Files?"],
+            json!(["a, b"]),
+            "a label with a comma is whole"
+        );
+    }
+
+    #[test]
     fn only_the_forms_own_fields_are_read_and_nothing_sent_is_quoted() {
         let p = AskParams {
             questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
