@@ -75,19 +75,14 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", Some(&field)).await;
     assert_eq!(widget(&app, &s.agent, &id).await["status"], "pending");
 
-    let r = cancel(
-        &app,
-        &s.agent,
-        &id,
-        &json!({ "reason": "asked the wrong team" }),
-    )
-    .await;
+    let reason = "asked the wrong team <b>sorry</b>";
+    let r = cancel(&app, &s.agent, &id, &json!({ "reason": reason })).await;
     assert_eq!(r.status(), StatusCode::OK);
     let view: Value = r.json().await.unwrap();
     assert_eq!(view["status"], "cancelled");
     assert_eq!(
         view["result"],
-        json!({ "withdrawn_by": "agent", "reason": "asked the wrong team" })
+        json!({ "withdrawn_by": "agent", "reason": reason })
     );
     // Its prompt is written delivered: no turn starts from the agent's own act.
     assert!(app.prompts(&s.host, &s.session, 0).await.is_empty());
@@ -116,7 +111,12 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
         .await;
     assert!(page.contains("Question withdrawn by the agent"), "{page}");
     assert!(page.contains("withdrew this request"), "{page}");
-    assert!(page.contains("asked the wrong team"), "{page}");
+    // The agent's words are text, never markup.
+    assert!(
+        page.contains("asked the wrong team &#60;b&#62;sorry&#60;/b&#62;"),
+        "{page}"
+    );
+    assert!(!page.contains("<b>sorry</b>"), "{page}");
 }
 
 #[tokio::test]
