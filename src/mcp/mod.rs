@@ -13,6 +13,7 @@ mod answers;
 mod apps;
 mod elicit;
 mod inflight;
+mod life;
 mod modes;
 mod offers;
 mod schema;

@@ -65,6 +65,9 @@ impl AgentTools {
         args: JsonObject,
         retry: Retry,
     ) -> AppResult<Reply> {
+        let mut args = args;
+        let life = widgets::life::split(&mut args, self.state.settings.widget_ttl_ms)?;
+        R::normalise(&mut args);
         let (params, wait) = widgets::validate::<R>(parse_args(args)?)?;
         if let Some(handle) = retry.state {
             return Ok(Reply::Done(
@@ -78,7 +81,9 @@ impl AgentTools {
             actor: &actor,
             client: &agent.client,
         };
-        let created = widgets::create::<R>(&self.state, &agent.session_id, params, cause).await?;
+        let session = &agent.session_id;
+        let created =
+            widgets::create_living::<R>(&self.state, session, params, &life, cause).await?;
         let request = match created.status {
             WidgetStatus::Pending => self.elicitation(ctx, &created.widget_id).await?,
             _ => None,
@@ -350,6 +355,42 @@ impl AgentTools {
         };
         respond(call.await)
     }
+
+    /// Withdraw a pending request you made in this session (it was asked
+    /// by mistake, or is no longer needed), with an optional `reason` the
+    /// user sees on its card. To ask an amended one instead, create the new
+    /// request with `replaces: {widget_id, reason}`, which withdraws the old
+    /// one in the same step. Refused with `widget_not_pending` once the user
+    /// answered: then the answer stands and arrives as usual.
+    #[tool(input_schema = schema::<super::life::CancelInput>())]
+    async fn cancel_widget(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call = async { self.cancel(&ctx, parse_args(args)?).await };
+        respond(call.await)
+    }
+
+    /// The requests of this session still waiting for the user, newest
+    /// first, with their parameters (never a secret value): to recover
+    /// what you asked after losing your context. Answers still arrive as
+    /// messages; there is no need to poll.
+    #[tool(
+        input_schema = schema::<super::life::ListInput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_pending_widgets(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call = async {
+            let _: super::life::ListInput = parse_args(args)?;
+            self.list_pending(&ctx).await
+        };
+        respond(call.await)
+    }
 }
 
 #[tool_handler]
@@ -366,6 +407,9 @@ impl ServerHandler for AgentTools {
             return Ok(result.into());
         }
         let router = Self::tool_router();
+        let mut request = request;
+        let name = super::life::canonical(&request.name).to_owned();
+        request.name = name.into();
         if router.get(&request.name).is_none() {
             return Err(rmcp::ErrorData::invalid_params(
                 super::scrub::unknown_tool(&request.name),
@@ -423,9 +467,10 @@ pub(super) fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSessio
         })
 }
 
-/// The JSON schema of request `R`'s arguments, as `tools/list` shows it.
+/// The JSON schema of request `R`'s arguments, as `tools/list` shows it,
+/// with the fields every creating tool takes (`super::life`).
 fn input_schema<R: Request>() -> std::sync::Arc<JsonObject> {
-    schema::<R::Input>()
+    super::life::with_life(schema::<R::Input>())
 }
 
 /// The JSON schema of a tool's arguments, as `tools/list` shows it (see

@@ -21,6 +21,8 @@ pub struct WidgetCard {
     pub asked: clock::Stamp,
     /// Who ended it, how, and when: the person's turn in the conversation.
     pub answer: Option<Answer>,
+    /// Withdrawn by its agent: why, and what replaced it.
+    pub withdrawn: Option<crate::widgets::life::Withdrawn>,
 }
 
 /// A person's answer to a widget, as a line of the conversation.
@@ -91,6 +93,7 @@ pub fn widget_card(
         body: card::render_widget(widget, viewer, error)?,
         asked: clock::Stamp::from_ms(widget.created_at),
         answer: answer_of(widget),
+        withdrawn: crate::widgets::life::withdrawn(widget),
     })
 }
 

@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 
 use super::{
     AnswerBody, Answerer, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId,
-    WidgetView, after_waiting, archive_session, create, dismiss_widget, get_widget, submit, typed,
-    validate,
+    WidgetStatus, WidgetView, after_waiting, archive_session, create_living, dismiss_widget,
+    get_widget, life, submit, typed, validate,
 };
 use crate::AppState;
 use crate::access::{self, Caller, Need};
-use crate::api::{ApiJson, parse_json};
+use crate::api::{ApiJson, parse_json, parse_value};
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
@@ -48,7 +48,9 @@ pub fn router() -> Router<AppState> {
             post(create_widget::<Clarification>).layer(DefaultBodyLimit::max(4 * 1024 * 1024)),
         )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
+        .route("/api/v1/sessions/{id}/widgets", get(list_widgets))
         .route("/api/v1/widgets/{id}", get(read_widget))
+        .route("/api/v1/widgets/{id}/cancel", post(cancel_widget))
         .route("/widgets/{id}/submit", post(submit_widget))
         .route("/widgets/{id}/dismiss", post(dismiss_widget_form))
 }
@@ -67,16 +69,18 @@ async fn create_widget<R: Request>(
     principal: Principal,
     client: ClientAddr,
     Path(id): Path<String>,
-    ApiJson(input): ApiJson<R::Input>,
+    ApiJson(mut body): ApiJson<serde_json::Map<String, Value>>,
 ) -> AppResult<Response> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    let (params, wait) = validate::<R>(input)?;
+    let life = life::split(&mut body, state.settings.widget_ttl_ms)?;
+    R::normalise(&mut body);
+    let (params, wait) = validate::<R>(parse_value(Value::Object(body))?)?;
     let actor = actor_of(&principal);
     let cause = Cause {
         actor: &actor,
         client: &client,
     };
-    let created = create::<R>(&state, &session.id, params, cause).await?;
+    let created = create_living::<R>(&state, &session.id, params, &life, cause).await?;
     let waited = after_waiting(&state, created, wait).await?;
     Ok(waited.into_response(&state, StatusCode::CREATED))
 }
@@ -102,6 +106,80 @@ async fn read_widget(
         other => other,
     })?;
     Ok(Json(widget.into()))
+}
+
+/// The query of `GET /api/v1/sessions/{id}/widgets`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    #[serde(default)]
+    status: Option<WidgetStatus>,
+}
+
+/// `GET /api/v1/sessions/{id}/widgets?status=pending`: the session's
+/// widgets in one state (by default `pending`), newest first, to its agent
+/// or its host; never a value.
+async fn list_widgets(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    query: axum::extract::RawQuery,
+) -> AppResult<Json<Value>> {
+    let session = access::authorize(&state, (&principal).into(), &id, Need::Watch).await?;
+    let query: ListQuery =
+        serde_urlencoded::from_str(query.0.as_deref().unwrap_or("")).map_err(|_| {
+            AppError::BadRequest {
+                code: "invalid_query",
+                message: "the query takes only `status`: pending, submitted, dismissed, expired, \
+                      cancelled or already_present"
+                    .into(),
+            }
+        })?;
+    let status = query.status.unwrap_or(WidgetStatus::Pending);
+    let mut conn = state.db.read.acquire().await?;
+    let widgets = life::list(&mut conn, &session.id, status).await?;
+    Ok(Json(life::listing(&session.id, status, widgets)))
+}
+
+/// The JSON body of an agent's withdrawal: an optional reason.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CancelJson {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /api/v1/widgets/{id}/cancel` (`{"reason"?}`, or no body): the
+/// session's own agent withdraws a pending widget it made. Another
+/// session's agent gets `404`; a person's token `403` (people dismiss).
+async fn cancel_widget(
+    State(state): State<AppState>,
+    principal: Principal,
+    client: ClientAddr,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> AppResult<Json<WidgetView>> {
+    let Principal::Agent { session_id } = &principal else {
+        return Err(AppError::Forbidden(
+            "only the session's agent withdraws its requests; a person dismisses them".into(),
+        ));
+    };
+    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let raw = match body.iter().all(u8::is_ascii_whitespace) {
+        true => None,
+        false => parse_json::<CancelJson>(&body)?.reason,
+    };
+    let reason = match raw {
+        Some(raw) => typed::plain_text(&raw, &life::REASON)?,
+        None => None,
+    };
+    let actor = actor_of(&principal);
+    let cause = Cause {
+        actor: &actor,
+        client: &client,
+    };
+    let view = life::cancel_by_agent(&state, &id, session_id, reason, cause).await?;
+    Ok(Json(view))
 }
 
 async fn archive_session_api(

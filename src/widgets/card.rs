@@ -142,6 +142,19 @@ pub fn ended_badge(subject: &str, status: WidgetStatus, result: &Value, when: &s
             };
             ("expired", "clock", text)
         }
+        // Withdrawn by its agent (`crate::widgets::life`): the reason, and
+        // the link to what replaced it, stand under the card.
+        _ if result["withdrawn_by"].is_string() => {
+            let verb = match result["replaced_by"].is_string() {
+                true => "replaced",
+                false => "withdrawn",
+            };
+            (
+                "cancelled",
+                "x",
+                format!("{subject} {verb} by the agent at {when}; nothing was given"),
+            )
+        }
         _ => (
             "cancelled",
             "x",

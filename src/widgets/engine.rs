@@ -1,7 +1,8 @@
-//! The lifecycle every kind shares: creating a widget, answering and
-//! dismissing it, expiry and cancellation, each in one transaction with its
-//! event, audit row, resume prompt and webhook notices. What differs
-//! between kinds comes from their [`Kind`] through [`Loaded`].
+//! The lifecycle every kind shares after a widget is created (that is
+//! `create.rs`): answering and dismissing it, expiry and cancellation, each
+//! in one transaction with its event, audit row, resume prompt and webhook
+//! notices. What differs between kinds comes from their [`Kind`] through
+//! [`Loaded`].
 
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
@@ -9,11 +10,9 @@ use tracing::instrument;
 
 use super::kind::{
     self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_APP, MCP_CLIENT,
-    ParamsOf, Request, Stored, Unloadable,
+    Stored, Unloadable,
 };
-use super::{
-    Cause, Created, WidgetId, WidgetRow, WidgetStatus, WidgetView, check_wait, store, typed,
-};
+use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store, typed};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{AppError, AppResult};
@@ -21,9 +20,6 @@ use crate::ids::{SessionId, UserId};
 use crate::secrets;
 use crate::sessions::{self, Session};
 use crate::{AppState, clock, events, prompts};
-
-/// Most widgets one session may have waiting at once.
-pub const MAX_PENDING_PER_SESSION: i64 = 50;
 
 /// The session if it is not archived; `409 session_archived` otherwise.
 pub fn live(session: Session) -> AppResult<Session> {
@@ -34,122 +30,6 @@ pub fn live(session: Session) -> AppResult<Session> {
             message: "the session is archived; start a new session".into(),
         }),
     }
-}
-
-/// Validates an agent's input for request `R`: its parameters and its
-/// `wait_seconds`. Nothing is written.
-pub fn validate<R: Request>(input: R::Input) -> AppResult<(ParamsOf<R>, u64)> {
-    let wait = R::wait_seconds(&input);
-    let params = R::parse(input)?;
-    Ok((params, check_wait(wait)?))
-}
-
-/// Creates a widget of `R`'s kind in `session_id`, in one transaction, and
-/// returns at once. It is born `already_present` (with its prompt queued)
-/// when the kind finds nothing to ask.
-#[instrument(skip_all, fields(kind = R::NAME))]
-pub async fn create<R: Request>(
-    state: &AppState,
-    session_id: &SessionId,
-    params: ParamsOf<R>,
-    cause: Cause<'_>,
-) -> AppResult<Created> {
-    let mut tx = state.db.begin_write().await?;
-    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
-    let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
-    let stored = serde_json::to_string(&params).expect("params serialize");
-    let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
-    let widget = new_row(state, &session, R::NAME, stored, born);
-    insert_widget(&mut tx, state, &widget, &Stored::<R::Kind>(params), &cause).await?;
-    tx.commit().await?;
-    state.hub.publish(&session.id);
-    Ok(Created {
-        widget_id: widget.id,
-        status: widget.status,
-    })
-}
-
-/// A new widget row for `session`: pending, or born terminal with `result`.
-fn new_row(
-    state: &AppState,
-    session: &Session,
-    kind: &str,
-    params: String,
-    born: Option<(WidgetStatus, &Value)>,
-) -> WidgetRow {
-    let now = clock::now_ms();
-    WidgetRow {
-        id: WidgetId::generate(),
-        session_id: session.id.clone(),
-        kind: kind.to_owned(),
-        params,
-        status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
-        result: born.map(|(_, result)| result.to_string()),
-        created_at: now,
-        expires_at: now + state.settings.widget_ttl_ms,
-        resolved_at: born.map(|_| now),
-        resolved_by: None,
-    }
-}
-
-/// `409 too_many_pending` when the session already has the most widgets
-/// waiting that a person can be asked to face.
-async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
-    let pending = store::pending_count(tx, session).await?;
-    if pending >= MAX_PENDING_PER_SESSION {
-        return Err(AppError::Conflict {
-            code: "too_many_pending",
-            message: format!(
-                "this session already has {pending} requests waiting (the most is \
-                 {MAX_PENDING_PER_SESSION}); end your turn and wait for answers"
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Writes a new widget with its transcript message, `widget:created` event
-/// and audit row; a widget born terminal also gets its prompt at once.
-async fn insert_widget(
-    tx: &mut AnyConnection,
-    state: &AppState,
-    widget: &WidgetRow,
-    loaded: &dyn Loaded,
-    cause: &Cause<'_>,
-) -> AppResult<()> {
-    if let Actor::Agent(session) = cause.actor {
-        crate::limits::take_agent(tx, session).await?;
-    }
-    if widget.status == WidgetStatus::Pending {
-        check_pending_cap(tx, &widget.session_id).await?;
-    }
-    store::insert(tx, widget).await?;
-    let mut created =
-        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
-    let names = loaded.env_names();
-    if let Some(names) = &names {
-        created["names"] = json!(names);
-    }
-    events::record(tx, &widget.session_id, "widget:created", &created).await?;
-    let entry = Entry {
-        action: "widget.create",
-        session: Some(&widget.session_id),
-        widget: Some(widget.id.as_str()),
-        names: names.map(|n| n.join(",")),
-        detail: Some(format!("kind={}", widget.kind)),
-        ..Default::default()
-    };
-    audit::append(tx, cause.actor, cause.client, entry).await?;
-    if widget.status == WidgetStatus::Pending {
-        let pending = WidgetStatus::Pending;
-        notify(tx, state, widget, loaded, "widget.created", pending).await?;
-    } else {
-        let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
-            serde_json::from_str(r).unwrap_or(Value::Null)
-        });
-        after_resolution(tx, state, widget, loaded, widget.status, &result, cause).await?;
-    }
-    Ok(())
 }
 
 /// `by` answers `row`: a person (authorised to answer it), or the agent's
@@ -327,7 +207,7 @@ async fn answerable_by_agent_client(
 /// the refusal waits for that batch's commit (its own savepoint changed
 /// nothing), so that what it says, and what a page shows next, is on disk.
 /// A batch that failed is reported as that failure instead.
-async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
+pub(super) async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
     if !matches!(err, AppError::WidgetNotPending(_)) {
         return err;
     }
@@ -379,16 +259,16 @@ async fn finish(
 }
 
 /// Where a widget goes, with what result, and who took it there.
-struct Change<'a> {
-    to: WidgetStatus,
-    result: &'a Value,
-    by: Option<&'a UserId>,
+pub(super) struct Change<'a> {
+    pub(super) to: WidgetStatus,
+    pub(super) result: &'a Value,
+    pub(super) by: Option<&'a UserId>,
 }
 
 /// Takes `widget` out of `pending` (the guarded update), then writes the
 /// prompt, event and audit row. 409 with the current status if it was not
 /// pending any more.
-async fn transition(
+pub(super) async fn transition(
     tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
@@ -404,7 +284,7 @@ async fn transition(
     after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await
 }
 
-async fn after_resolution(
+pub(super) async fn after_resolution(
     tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,
@@ -413,7 +293,9 @@ async fn after_resolution(
     result: &Value,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
-    let text = loaded.prompt(&state.settings.prompt_tag, to, result);
+    let tag = &state.settings.prompt_tag;
+    let text = super::life::withdrawal_prompt(tag, to, result)
+        .unwrap_or_else(|| loaded.prompt(tag, to, result));
     let note = result["note"]
         .as_str()
         .filter(|_| to == WidgetStatus::Dismissed);
@@ -435,7 +317,14 @@ async fn after_resolution(
         widget: Some(widget.id.as_str()),
         names: loaded.env_names().map(|n| n.join(",")),
         scope: result["scope"].as_str(),
-        detail: result["decision"].as_str().map(|d| format!("decision={d}")),
+        detail: match (result["decision"].as_str(), result["withdrawn_by"].as_str()) {
+            (Some(d), _) => Some(format!("decision={d}")),
+            (None, Some(_)) => Some(match result["replaced_by"].as_str() {
+                Some(new) => format!("withdrawn by the agent; replaced_by={new}"),
+                None => "withdrawn by the agent".to_owned(),
+            }),
+            (None, None) => None,
+        },
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     notify(tx, state, widget, loaded, "widget.resolved", to).await?;
@@ -444,7 +333,7 @@ async fn after_resolution(
 
 /// Queues the webhook notices and Slack messages of a change, in its
 /// transaction.
-async fn notify(
+pub(super) async fn notify(
     tx: &mut AnyConnection,
     state: &AppState,
     widget: &WidgetRow,

@@ -50,6 +50,11 @@ pub trait Request: Send + Sync + 'static {
     fn wait_seconds(_input: &Self::Input) -> Option<u64> {
         None
     }
+
+    /// Brings the agent's arguments, as JSON, to the shape `Input` reads,
+    /// before it reads them: where the spelling of another specification
+    /// cannot be a serde alias. Default: nothing.
+    fn normalise(_args: &mut serde_json::Map<String, Value>) {}
 }
 
 /// A stored widget's behaviour: what a person answers, what the answer

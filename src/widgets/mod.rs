@@ -17,10 +17,12 @@ pub mod approval;
 pub mod ask;
 pub mod card;
 pub mod clarification;
+mod create;
 pub mod delivery;
 mod engine;
 pub mod env_vars;
 pub mod kind;
+pub mod life;
 #[cfg(test)]
 mod properties;
 mod store;
@@ -35,11 +37,9 @@ pub use crate::ids::WidgetId;
 pub use approval::Approval;
 pub use ask::{Ask, AskUser, Questions};
 pub use clarification::Clarification;
+pub use create::{MAX_PENDING_PER_SESSION, create, create_living, validate};
 pub use delivery::{Answered, Waited};
-pub use engine::{
-    MAX_PENDING_PER_SESSION, archive_session, create, dismiss_widget, expire_due, expire_unwaited,
-    live, submit, validate,
-};
+pub use engine::{archive_session, dismiss_widget, expire_due, expire_unwaited, live, submit};
 pub use env_vars::EnvVars;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
 pub use store::WidgetRow;

@@ -161,3 +161,21 @@ pub(super) async fn of_session(
     .fetch_all(conn)
     .await
 }
+
+/// The widgets of `session` in `status`, newest first, at most `limit`.
+pub(super) async fn with_status(
+    conn: &mut AnyConnection,
+    session: &SessionId,
+    status: WidgetStatus,
+    limit: i64,
+) -> sqlx::Result<Vec<WidgetRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM widgets WHERE session_id = $1 AND status = $2
+         ORDER BY created_at DESC, id DESC LIMIT $3"
+    ))
+    .bind(session)
+    .bind(status)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}

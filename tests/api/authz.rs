@@ -180,6 +180,8 @@ const TABLE: &[Row] = &[
         ".a..c....",
     ),
     row("GET", "/api/v1/widgets/{id}", Bearer, ".a..c...."),
+    row("POST", "/api/v1/widgets/{id}/cancel", Bearer, ".a......."),
+    row("GET", "/api/v1/sessions/{id}/widgets", Bearer, ".a..c...."),
     row("GET", "/api/v1/sessions/{id}/prompts", Bearer, "....c...."),
     row(
         "POST",
@@ -451,7 +453,7 @@ fn outcome(row: &Row, response: &Response) -> Option<bool> {
 }
 
 /// Allowed calls that change what the next caller would see.
-const DISTURBING: [&str; 10] = [
+const DISTURBING: [&str; 11] = [
     "/sessions/{id}/agent-token",
     "/sessions/{id}/archive",
     "/api/v1/sessions/{id}/agent-token",
@@ -459,6 +461,7 @@ const DISTURBING: [&str; 10] = [
     "/settings/password",
     "/widgets/{id}/submit",
     "/widgets/{id}/dismiss",
+    "/api/v1/widgets/{id}/cancel",
     "/api/v1/sessions/{id}/archive",
     "/sessions/{id}/sharing",
     "/api/v1/sessions/{id}/sharing",

@@ -110,7 +110,9 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
         [
             "ask",
             "ask_user",
+            "cancel_widget",
             "get_widget_status",
+            "list_pending_widgets",
             "request_approval",
             "request_clarification",
             "request_env_vars"
@@ -129,9 +131,11 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
     properties.sort_unstable();
     let expected = [
         "default_scope",
+        "expires_in_seconds",
         "instructions",
         "names",
         "reason",
+        "replaces",
         "variable_metadata",
     ];
     assert_eq!(properties, expected, "{schema}");
@@ -548,7 +552,7 @@ async fn tool_schemas_never_offer_null_and_descriptions_match_the_answers() {
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 8);
     let mut found = Vec::new();
     for tool in &tools {
         let schema = Value::Object((*tool.input_schema).clone());

@@ -34,6 +34,51 @@ impl AskParams {
         Ok(answers)
     }
 
+    /// Reads the answer shapes of the specifications these questions come
+    /// from as the form's fields, for a widget of one question: wick's
+    /// `Answer{value, text}` (a picked option's value or label, and typed
+    /// text; when both are given the value wins and the text is dropped)
+    /// and nebo's `{value}` (a `checkbox` answered as its labels joined
+    /// with commas). Fields of the form itself pass unchanged.
+    pub fn value_text_fields(&self, fields: Vec<(String, String)>) -> Vec<(String, String)> {
+        let foreign = |k: &str| k == "value" || k == "text";
+        let ([q], true) = (
+            self.questions.as_slice(),
+            fields.iter().any(|(k, _)| foreign(k)),
+        ) else {
+            return fields;
+        };
+        if fields.iter().any(|(k, _)| !foreign(k)) {
+            return fields;
+        }
+        let field = |key: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let (value, text) = (field("value"), field("text"));
+        let option = |v: &str| {
+            let v = v.trim();
+            q.options
+                .iter()
+                .find(|o| o.value.as_deref() == Some(v))
+                .or_else(|| q.options.iter().find(|o| o.label == v))
+                .map_or_else(|| v.to_owned(), |o| o.label.clone())
+        };
+        match value.filter(|v| !v.trim().is_empty()) {
+            Some(v) if q.multi_select && !q.options.iter().any(|o| o.answer() == v.trim()) => v
+                .split(',')
+                .filter(|part| !part.trim().is_empty())
+                .map(|part| ("answer.0".to_owned(), option(part)))
+                .collect(),
+            Some(v) => vec![("answer.0".to_owned(), option(v))],
+            None => text
+                .map(|t| vec![("other.0".to_owned(), t.to_owned())])
+                .unwrap_or_default(),
+        }
+    }
+
     /// Only the fields this form has: `answer.{i}` of each question (as
     /// many as it has options), `other.{i}` once where a typed answer is
     /// offered. Anything else is refused as `invalid_body`, naming no key
@@ -186,11 +231,58 @@ mod tests {
     }
 
     #[test]
+    fn wicks_and_nebos_answers_read_as_the_forms_fields() {
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let input: AskInput = serde_json::from_value(json!({
+            "question": "Env?", "widget": "radio", "allow_freeform": true,
+            "options": [{ "label": "Production", "value": "prod" }, "staging"]
+        }))
+        .unwrap();
+        let p = AskParams::parse_simple(&input).unwrap();
+        // The value wins over the text; a value or a label names the option.
+        for (given, answer) in [
+            (vec![("value", "prod"), ("text", "later")], "prod"),
+            (vec![("value", "Production")], "prod"),
+            (vec![("text", "qa, please")], "qa, please"),
+            (vec![("value", " "), ("text", "qa")], "qa"),
+        ] {
+            let fields = p.value_text_fields(f(&given));
+            assert_eq!(p.answers(&fields).unwrap()["Env?"], answer, "{given:?}");
+        }
+        // The form's own fields, or a mix, pass unchanged (and are refused).
+        let mixed = f(&[("value", "prod"), ("answer.0", "staging")]);
+        assert_eq!(p.value_text_fields(mixed.clone()), mixed);
+        let checkbox: AskInput = serde_json::from_value(json!({
+            "question": "Files?", "widget": "checkbox", "options": ["a, b", "c", "d"]
+        }))
+        .unwrap();
+        let p = AskParams::parse_simple(&checkbox).unwrap();
+        let answers = p
+            .answers(&p.value_text_fields(f(&[("value", "c,d")])))
+            .unwrap();
+        assert_eq!(answers["Files?"], json!(["c", "d"]));
+        let whole = p
+            .answers(&p.value_text_fields(f(&[("value", "a, b")])))
+            .unwrap();
+        assert_eq!(
+            whole["Files?"],
+            json!(["a, b"]),
+            "a label with a comma is whole"
+        );
+    }
+
+    #[test]
     fn only_the_forms_own_fields_are_read_and_nothing_sent_is_quoted() {
         let p = AskParams {
             questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
             simple: None,
             default: None,
+            agent_name: None,
         };
         let f = |pairs: &[(&str, &str)]| {
             pairs
@@ -247,6 +339,7 @@ mod tests {
             ],
             simple: None,
             default: None,
+            agent_name: None,
         };
         let f = |pairs: &[(&str, &str)]| {
             pairs

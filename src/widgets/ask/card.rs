@@ -40,6 +40,8 @@ struct AskView {
     buttons: bool,
     /// Question and answer, once answered.
     answers: Vec<(String, String)>,
+    /// The agent's own name, when it gave one (wick's `agent_name`).
+    agent_name: Option<String>,
 }
 
 #[derive(Template)]
@@ -102,6 +104,7 @@ pub(super) fn render(params: &AskParams, card: &Card<'_>) -> AppResult<String> {
         questions: questions(params, card.id),
         buttons: params.answered_by_button(),
         answers,
+        agent_name: params.agent_name.clone(),
     };
     card::render(&AskCard { card, ask })
 }

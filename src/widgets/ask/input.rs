@@ -21,7 +21,8 @@ pub struct AskOption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Optional markdown shown as a preview of this choice (at most 4000 characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Also accepted as `markdown` (Claude Code's AskUserQuestion).
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "markdown")]
     pub preview_markdown: Option<String>,
 }
 
@@ -52,7 +53,8 @@ pub struct Question {
     /// 2 to 4 choices; a free-text "Other" answer is always offered too.
     pub options: Vec<AskOption>,
     /// Whether several choices may be picked (answered as an array).
-    #[serde(default)]
+    /// Also accepted as `multiSelect` (Claude Code's AskUserQuestion).
+    #[serde(default, alias = "multiSelect")]
     pub multi_select: bool,
     /// Set for the simple widgets of `ask`: how the question is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,11 +71,32 @@ pub struct Question {
 }
 
 /// The arguments of `ask_user`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserInput {
     /// 1 to 4 questions, answered together in one form.
     pub questions: Vec<Question>,
+    /// Claude Code's AskUserQuestion `metadata` (for tracking, never
+    /// shown): accepted and left unread.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// wick's `ask_user`: one question, instead of `questions`.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub question: Option<String>,
+    /// wick's `ask_user`: its choices (`{label, value}`).
+    #[serde(default)]
+    #[schemars(skip)]
+    pub options: Option<Vec<SimpleOption>>,
+    /// wick's `ask_user`: whether a typed answer is offered.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub allow_freeform: Option<bool>,
+    /// wick's `ask_user`: the name of the agent asking, shown on the card.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub agent_name: Option<String>,
     /// Wait up to this many seconds (at most 300) for the answer and return
     /// it; past that the call returns `pending` and the answer arrives as a
     /// queued prompt. Default 0: return at once.
@@ -147,8 +170,14 @@ pub struct SimpleItem {
 #[serde(deny_unknown_fields)]
 pub struct AskInput {
     /// The question (1 to 500 characters); leave out when giving `items`.
-    #[serde(default)]
+    /// Also accepted as `prompt` or `text` (nebo's `ask`).
+    #[serde(default, alias = "prompt", alias = "text")]
     pub question: Option<String>,
+    /// nebo's `ask`: the one widget (`type`, `label`, `options`,
+    /// `default`), instead of `widget`, `options` and `default`.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub widgets: Option<Vec<NeboWidget>>,
     /// `confirm` (default), `buttons`, `select`, `radio` or `checkbox`.
     #[serde(default)]
     pub widget: Option<SimpleKind>,
@@ -170,9 +199,65 @@ pub struct AskInput {
     pub wait_seconds: Option<u64>,
 }
 
+/// A widget of nebo's `ask` (`widgets[]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeboWidget {
+    #[serde(rename = "type")]
+    pub kind: SimpleKind,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub options: Option<Vec<SimpleOption>>,
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
 impl AskInput {
+    /// nebo's `widgets` as our own fields: its one widget's `type`,
+    /// `options` and `default`; its `label` goes above the question. More
+    /// than one is `422 widgets_count` (several questions are `items`).
+    fn nebo(&self) -> AppResult<Option<SimpleItem>> {
+        let Some(widgets) = &self.widgets else {
+            return Ok(None);
+        };
+        if self.widget.is_some() || self.options.is_some() || self.default.is_some() {
+            return Err(invalid(
+                "ambiguous_ask",
+                "give either `widgets` or `widget` with `options` and `default`, not both".into(),
+            ));
+        }
+        let [w] = widgets.as_slice() else {
+            return Err(invalid(
+                "widgets_count",
+                format!(
+                    "`widgets` holds one widget here; there are {}. Ask several questions with `items`",
+                    widgets.len()
+                ),
+            ));
+        };
+        Ok(Some(SimpleItem {
+            question: self.question.clone(),
+            label: w.label.clone(),
+            widget: Some(w.kind),
+            options: w.options.clone(),
+            default: w.default.clone(),
+            allow_freeform: self.allow_freeform,
+        }))
+    }
+
     /// The widgets asked: `items`, or the one given at the top level.
     pub(super) fn simple_items(&self) -> AppResult<Vec<SimpleItem>> {
+        if let Some(item) = self.nebo()? {
+            if self.items.is_some() {
+                return Err(invalid(
+                    "ambiguous_ask",
+                    "give either `question` (with `widget`, `options`, …) or `items`, not both"
+                        .into(),
+                ));
+            }
+            return Ok(vec![item]);
+        }
         let top_level = self.question.is_some()
             || self.widget.is_some()
             || self.options.is_some()

@@ -19,8 +19,8 @@ use super::kind::{AnswerBody, Answering, Kind, Request};
 use crate::error::{AppError, AppResult};
 
 pub use input::{
-    AskInput, AskOption, AskUserInput, LabelledOption, Question, SimpleItem, SimpleKind,
-    SimpleOption,
+    AskInput, AskOption, AskUserInput, LabelledOption, NeboWidget, Question, SimpleItem,
+    SimpleKind, SimpleOption,
 };
 
 pub(super) const MAX_QUESTIONS: usize = 4;
@@ -34,6 +34,7 @@ pub(super) const MAX_SIMPLE_ITEMS: usize = 6;
 pub(super) const MAX_ITEM_LABEL_CHARS: usize = 40;
 pub(super) const MAX_VALUE_CHARS: usize = 200;
 pub(super) const MAX_OTHER_CHARS: usize = 2000;
+pub(super) const MAX_AGENT_NAME_CHARS: usize = 60;
 
 fn invalid(code: &'static str, message: String) -> AppError {
     AppError::invalid(code, message)
@@ -49,6 +50,9 @@ pub struct AskParams {
     pub simple: Option<SimpleKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Who asks, as wick's `ask_user` names its agent; shown on the card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
 }
 
 impl AskParams {
@@ -100,6 +104,7 @@ impl Kind for Questions {
         params: &AskParams,
         fields: Self::Answer,
     ) -> AppResult<Value> {
+        let fields = params.value_text_fields(fields);
         let answers = params.answers(&fields)?;
         let typed: Vec<&str> = fields
             .iter()
@@ -137,6 +142,14 @@ impl Request for AskUser {
 
     fn parse(input: AskUserInput) -> AppResult<AskParams> {
         AskParams::parse(&input)
+    }
+
+    /// wick's one-question `ask_user` has no `questions`: an empty list
+    /// stands for it, and `parse` reads its own fields.
+    fn normalise(args: &mut serde_json::Map<String, Value>) {
+        if args.contains_key("question") && !args.contains_key("questions") {
+            args.insert("questions".to_owned(), Value::Array(Vec::new()));
+        }
     }
 
     fn wait_seconds(input: &AskUserInput) -> Option<u64> {

@@ -205,6 +205,16 @@ fn simple_question(item: &SimpleItem) -> AppResult<Question> {
 impl AskParams {
     /// Validates `ask_user` input.
     pub fn parse(input: &AskUserInput) -> AppResult<Self> {
+        if input.question.is_some() || input.options.is_some() || input.allow_freeform.is_some() {
+            return Self::parse_wick(input);
+        }
+        if input.agent_name.is_some() {
+            return Err(invalid(
+                "ambiguous_ask",
+                "`agent_name` goes with one `question` (wick's `ask_user`), not with `questions`"
+                    .into(),
+            ));
+        }
         let count = input.questions.len();
         if count == 0 || count > MAX_QUESTIONS {
             return Err(invalid(
@@ -237,7 +247,45 @@ impl AskParams {
             questions: input.questions.clone(),
             simple: None,
             default: None,
+            agent_name: None,
         })
+    }
+
+    /// Validates wick's `ask_user`: one `question` with `options`
+    /// (`{label, value}` or labels), `allow_freeform` and `agent_name`,
+    /// shown as radio buttons (and a typed answer where allowed).
+    fn parse_wick(input: &AskUserInput) -> AppResult<Self> {
+        // `normalise` gave wick's call an empty `questions`.
+        if !input.questions.is_empty() {
+            return Err(invalid(
+                "ambiguous_ask",
+                "give either `questions` or one `question` with `options`, not both".into(),
+            ));
+        }
+        let item = SimpleItem {
+            question: input.question.clone(),
+            label: None,
+            widget: Some(SimpleKind::Radio),
+            options: input.options.clone(),
+            default: None,
+            allow_freeform: input.allow_freeform.unwrap_or(false),
+        };
+        let mut params = Self::parse_simple(&AskInput {
+            items: Some(vec![item]),
+            ..AskInput::default()
+        })?;
+        if let Some(name) = &input.agent_name {
+            let one_line = !name.chars().any(char::is_control);
+            if name.trim().is_empty() || name.chars().count() > MAX_AGENT_NAME_CHARS || !one_line {
+                return Err(invalid(
+                    "invalid_agent_name",
+                    format!("`agent_name` is 1 to {MAX_AGENT_NAME_CHARS} characters on one line"),
+                ));
+            }
+            params.agent_name = Some(name.trim().to_owned());
+        }
+        check_wait(input.wait_seconds)?;
+        Ok(params)
     }
 
     /// Validates `ask` input: one simple widget, or several in one form.
@@ -269,6 +317,7 @@ impl AskParams {
             questions,
             simple: None,
             default: None,
+            agent_name: None,
         })
     }
 }
@@ -289,13 +338,14 @@ mod tests {
     fn ask_user_limits_have_codes() {
         let ok = AskUserInput {
             questions: vec![question("Which DB?", &["Postgres", "SQLite"], false)],
-            wait_seconds: None,
+            ..AskUserInput::default()
         };
         assert!(AskParams::parse(&ok).is_ok());
         let with = |qs: Vec<Question>, wait: Option<u64>| {
             AskParams::parse(&AskUserInput {
                 questions: qs,
                 wait_seconds: wait,
+                ..AskUserInput::default()
             })
         };
         assert_eq!(code(with(vec![], None)), "questions_count");

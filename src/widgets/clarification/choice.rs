@@ -49,7 +49,7 @@ pub struct ChoiceWidget {
     /// 2 to 10 options.
     pub options: Vec<ChoiceOption>,
     /// Whether several options may be picked (default false: one).
-    #[serde(default)]
+    #[serde(default, alias = "multiSelect")]
     pub multi_select: bool,
 }
 

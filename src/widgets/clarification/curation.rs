@@ -40,8 +40,10 @@ pub struct Curation;
 pub enum DefaultState {
     /// Every item starts ticked: the user removes what does not belong.
     #[default]
+    #[serde(alias = "all-selected")]
     AllSelected,
     /// No item starts ticked: the user picks what to keep.
+    #[serde(alias = "none-selected")]
     NoneSelected,
 }
 
@@ -71,11 +73,11 @@ pub struct CurationWidget {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<String>,
     /// `all_selected` (default: every item starts kept) or `none_selected`.
-    #[serde(default)]
+    #[serde(default, alias = "defaultState")]
     pub default_state: DefaultState,
     /// A metadata key whose values group the items (in order of first
     /// appearance; items without it last, under "Other").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "groupBy")]
     pub group_by: Option<String>,
     /// Whether the user gets a search box that filters items as they type
     /// (default true).

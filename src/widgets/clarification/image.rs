@@ -128,7 +128,9 @@ pub fn check(base64: &str) -> AppResult<Image> {
     let bytes = STANDARD.decode(base64.trim()).map_err(|_| {
         invalid(
             "invalid_image",
-            "`widget.image` is the file as base64 (standard alphabet, with padding), not a path or a URL",
+            "`widget.image` is the file itself as base64 (standard alphabet, with padding): \
+             send the file's bytes encoded, not a path or a URL (widgetd never reads a file \
+             or fetches an address an agent names)",
         )
     })?;
     if bytes.len() > MAX_IMAGE_BYTES {

@@ -52,11 +52,11 @@ pub struct MappingWidget {
     pub right: Vec<MappingItem>,
     /// Whether a left item may stay unconnected (default false: once the
     /// person connects anything, every left item must be connected).
-    #[serde(default)]
+    #[serde(default, alias = "allowUnmapped")]
     pub allow_unmapped: bool,
     /// Whether several left items may connect to the same right item
     /// (default false: each right item takes at most one).
-    #[serde(default)]
+    #[serde(default, alias = "allowManyToOne")]
     pub allow_many_to_one: bool,
 }
 

@@ -47,7 +47,7 @@ pub struct TreeNode {
     /// What the user sees (1 to 200 characters, one line).
     pub label: String,
     /// The id of the node it sits under; none: a top-level node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "parentId")]
     pub parent_id: Option<String>,
     /// Facts shown beside the node: at most 20 keys (1 to 40 characters),
     /// each value a string (at most 200 characters, one line), a number or
@@ -63,16 +63,16 @@ pub struct TreeWidget {
     /// 1 to 500 nodes, parents anywhere in the list, no cycles.
     pub nodes: Vec<TreeNode>,
     /// Whether the user may move a node under another (default false).
-    #[serde(default)]
+    #[serde(default, alias = "allowReparent")]
     pub allow_reparent: bool,
     /// Whether the user may delete nodes (default false).
-    #[serde(default)]
+    #[serde(default, alias = "allowDelete")]
     pub allow_delete: bool,
     /// Whether the user may rename nodes (default false).
-    #[serde(default)]
+    #[serde(default, alias = "allowRename")]
     pub allow_rename: bool,
     /// Whether the user may add nodes (default false).
-    #[serde(default)]
+    #[serde(default, alias = "allowAdd")]
     pub allow_add: bool,
 }
 
@@ -82,7 +82,7 @@ pub struct TreeWidget {
 pub struct AnswerNode {
     pub id: String,
     pub label: String,
-    #[serde(default)]
+    #[serde(default, alias = "parentId")]
     pub parent_id: Option<String>,
     #[serde(default)]
     pub metadata: Option<BTreeMap<String, Value>>,

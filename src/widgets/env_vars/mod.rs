@@ -64,6 +64,61 @@ pub struct VariableMeta {
     /// Use a multi-line (still masked) input, e.g. for a key file.
     #[serde(default)]
     pub multiline: bool,
+    /// Agor's `format_hint` (at most 80 characters): the placeholder when
+    /// none is given, else shown after the description. Never stored.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub format_hint: Option<String>,
+    /// Agor's `input_type`: `password` (ours), `textarea` (`multiline`);
+    /// `text`, an input that shows the value, is refused. Never stored.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub input_type: Option<AgorInputType>,
+}
+
+/// Agor's `variable_metadata.*.input_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgorInputType {
+    Password,
+    Text,
+    Textarea,
+}
+
+/// Most characters of Agor's `format_hint`.
+const MAX_FORMAT_HINT_CHARS: usize = 80;
+
+impl VariableMeta {
+    /// Agor's `format_hint` and `input_type` as our own fields.
+    fn absorb_agor(&mut self, name: &str) -> AppResult<()> {
+        match self.input_type.take() {
+            Some(AgorInputType::Text) => {
+                return Err(invalid(
+                    "visible_input_refused",
+                    format!(
+                        "the input of {name} is always masked: `input_type` is `password` or \
+                         `textarea` (a multi-line masked input), never `text`"
+                    ),
+                ));
+            }
+            Some(AgorInputType::Textarea) => self.multiline = true,
+            Some(AgorInputType::Password) | None => {}
+        }
+        if let Some(hint) = self.format_hint.take().filter(|h| !h.trim().is_empty()) {
+            check_len(
+                &hint,
+                MAX_FORMAT_HINT_CHARS,
+                "format_hint_too_long",
+                &format!("the format hint of {name}"),
+            )?;
+            match (&self.placeholder, &self.description) {
+                (None, _) => self.placeholder = Some(hint),
+                (Some(_), Some(d)) => self.description = Some(format!("{d} (format: {hint})")),
+                (Some(_), None) => self.description = Some(format!("Format: {hint}")),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The arguments of `request_env_vars`, as sent by the agent.
@@ -86,6 +141,11 @@ pub struct RequestEnvVarsInput {
     /// Optional per-name display hints; keys must be requested names.
     #[serde(default)]
     pub variable_metadata: Option<BTreeMap<String, VariableMeta>>,
+    /// Agor's `auto_resume`: `true`, what widgetd always does (every
+    /// widget queues its resume prompt); `false` is refused.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub auto_resume: Option<bool>,
 }
 
 /// A validated request, as stored in the widget row. Holds no value.
@@ -163,8 +223,16 @@ impl EnvVarsParams {
                 "`instructions`",
             )?;
         }
-        let metadata = input.variable_metadata.unwrap_or_default();
-        for (name, meta) in &metadata {
+        if input.auto_resume == Some(false) {
+            return Err(invalid(
+                "auto_resume_unsupported",
+                "widgetd always queues the resume prompt when the request ends; leave out \
+                 `auto_resume` or set it to true"
+                    .into(),
+            ));
+        }
+        let mut metadata = input.variable_metadata.unwrap_or_default();
+        for (name, meta) in &mut metadata {
             if !names.iter().any(|n| n.as_str() == name) {
                 return Err(invalid(
                     "unknown_metadata_name",
@@ -173,6 +241,7 @@ impl EnvVarsParams {
                     ),
                 ));
             }
+            meta.absorb_agor(name)?;
             if let Some(d) = &meta.description {
                 check_len(
                     d,
@@ -333,6 +402,7 @@ fn input(names: &[&str]) -> RequestEnvVarsInput {
         instructions: None,
         default_scope: None,
         variable_metadata: None,
+        auto_resume: None,
     }
 }
 

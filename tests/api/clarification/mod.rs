@@ -175,7 +175,16 @@ async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types(
     );
     let mut keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["question", "wait_seconds", "widget"]);
+    assert_eq!(
+        keys,
+        [
+            "expires_in_seconds",
+            "question",
+            "replaces",
+            "wait_seconds",
+            "widget"
+        ]
+    );
     // `widget` is one object per type that exists, each with its own
     // properties, its `type` among them.
     let text = schema.to_string();

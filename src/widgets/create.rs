@@ -1,0 +1,161 @@
+//! Creating a widget, the same for every kind: the agent's input
+//! validated, the widget row with its transcript message, event, audit row
+//! and webhook notices in one transaction (with the prompt at once for a
+//! widget born terminal), within the session's pending cap; and the
+//! agent's choices for its life (`super::life`).
+
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
+use tracing::instrument;
+
+use super::engine::{after_resolution, live, notify, refused_once_settled};
+use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
+use super::life::Life;
+use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
+use crate::audit::{self, Actor, Entry};
+use crate::error::{AppError, AppResult};
+use crate::ids::SessionId;
+use crate::sessions::{self, Session};
+use crate::{AppState, clock, events};
+
+/// Most widgets one session may have waiting at once.
+pub const MAX_PENDING_PER_SESSION: i64 = 50;
+
+/// Validates an agent's input for request `R`: its parameters and its
+/// `wait_seconds`. Nothing is written.
+pub fn validate<R: Request>(input: R::Input) -> AppResult<(ParamsOf<R>, u64)> {
+    let wait = R::wait_seconds(&input);
+    let params = R::parse(input)?;
+    Ok((params, check_wait(wait)?))
+}
+
+/// Creates a widget of `R`'s kind in `session_id`, in one transaction, and
+/// returns at once. It is born `already_present` (with its prompt queued)
+/// when the kind finds nothing to ask.
+#[instrument(skip_all, fields(kind = R::NAME))]
+pub async fn create<R: Request>(
+    state: &AppState,
+    session_id: &SessionId,
+    params: ParamsOf<R>,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    create_living::<R>(state, session_id, params, &Life::default(), cause).await
+}
+
+/// [`create`] with the agent's choices for the widget's life: how long it
+/// waits, and the pending widget of the session it replaces, withdrawn in
+/// the same transaction (`409 widget_not_pending`, and nothing created,
+/// when a person answered that one first).
+pub async fn create_living<R: Request>(
+    state: &AppState,
+    session_id: &SessionId,
+    params: ParamsOf<R>,
+    life: &Life,
+    cause: Cause<'_>,
+) -> AppResult<Created> {
+    let mut tx = state.db.begin_write().await?;
+    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
+    let stored = serde_json::to_string(&params).expect("params serialize");
+    let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
+    let mut widget = new_row(state, &session, R::NAME, stored, born);
+    if let Some(ms) = life.expires_in_ms {
+        widget.expires_at = widget.created_at.saturating_add(ms);
+    }
+    if let Some(old) = &life.replaces {
+        let replaced = super::life::replace(&mut tx, state, &session.id, old, &widget.id, &cause);
+        if let Err(err) = replaced.await {
+            return Err(refused_once_settled(tx, err).await);
+        }
+    }
+    insert_widget(&mut tx, state, &widget, &Stored::<R::Kind>(params), &cause).await?;
+    tx.commit().await?;
+    state.hub.publish(&session.id);
+    Ok(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    })
+}
+
+/// A new widget row for `session`: pending, or born terminal with `result`.
+fn new_row(
+    state: &AppState,
+    session: &Session,
+    kind: &str,
+    params: String,
+    born: Option<(WidgetStatus, &Value)>,
+) -> WidgetRow {
+    let now = clock::now_ms();
+    WidgetRow {
+        id: WidgetId::generate(),
+        session_id: session.id.clone(),
+        kind: kind.to_owned(),
+        params,
+        status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
+        result: born.map(|(_, result)| result.to_string()),
+        created_at: now,
+        expires_at: now + state.settings.widget_ttl_ms,
+        resolved_at: born.map(|_| now),
+        resolved_by: None,
+    }
+}
+
+/// `409 too_many_pending` when the session already has the most widgets
+/// waiting that a person can be asked to face.
+async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
+    let pending = store::pending_count(tx, session).await?;
+    if pending >= MAX_PENDING_PER_SESSION {
+        return Err(AppError::Conflict {
+            code: "too_many_pending",
+            message: format!(
+                "this session already has {pending} requests waiting (the most is \
+                 {MAX_PENDING_PER_SESSION}); end your turn and wait for answers"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Writes a new widget with its transcript message, `widget:created` event
+/// and audit row; a widget born terminal also gets its prompt at once.
+async fn insert_widget(
+    tx: &mut AnyConnection,
+    state: &AppState,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    cause: &Cause<'_>,
+) -> AppResult<()> {
+    if let Actor::Agent(session) = cause.actor {
+        crate::limits::take_agent(tx, session).await?;
+    }
+    if widget.status == WidgetStatus::Pending {
+        check_pending_cap(tx, &widget.session_id).await?;
+    }
+    store::insert(tx, widget).await?;
+    let mut created =
+        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
+    let names = loaded.env_names();
+    if let Some(names) = &names {
+        created["names"] = json!(names);
+    }
+    events::record(tx, &widget.session_id, "widget:created", &created).await?;
+    let entry = Entry {
+        action: "widget.create",
+        session: Some(&widget.session_id),
+        widget: Some(widget.id.as_str()),
+        names: names.map(|n| n.join(",")),
+        detail: Some(format!("kind={}", widget.kind)),
+        ..Default::default()
+    };
+    audit::append(tx, cause.actor, cause.client, entry).await?;
+    if widget.status == WidgetStatus::Pending {
+        let pending = WidgetStatus::Pending;
+        notify(tx, state, widget, loaded, "widget.created", pending).await?;
+    } else {
+        let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
+            serde_json::from_str(r).unwrap_or(Value::Null)
+        });
+        after_resolution(tx, state, widget, loaded, widget.status, &result, cause).await?;
+    }
+    Ok(())
+}
