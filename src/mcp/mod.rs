@@ -10,6 +10,7 @@
 
 mod answers;
 mod elicit;
+mod fields_form;
 mod inflight;
 mod modes;
 mod offers;

@@ -756,6 +756,7 @@ pub async fn delete_env_form(
 /// `<script>` and one request.
 const APP_JS: &str = concat!(
     include_str!("../../static/app.js"),
+    include_str!("../../static/fields.js"),
     include_str!("../../static/clarification/table.js"),
     include_str!("../../static/clarification/mapping.js"),
     include_str!("../../static/clarification/ranking.js"),
@@ -786,6 +787,8 @@ struct RuleRow {
     with: Option<String>,
     created_at: clock::Stamp,
     created_by: String,
+    /// A rule for one session only: its id and title.
+    session: Option<(String, String)>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -818,6 +821,9 @@ pub async fn view_settings_approvals_get(
                 with,
                 created_at: clock::Stamp::from_ms(r.created_at),
                 created_by: r.created_by,
+                session: r
+                    .session_id
+                    .map(|id| (id, r.session_title.unwrap_or_default())),
             }
         })
         .collect();

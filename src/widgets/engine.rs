@@ -207,8 +207,13 @@ pub(crate) async fn submit_as<K: Kind>(
         user,
         by: &name,
         from_agent: matches!(by, Answerer::AgentClient(_)),
+        widget: &widget,
+        stay_pending: false,
     };
     let result = K::apply(&mut cx, &params, answer).await?;
+    if cx.stay_pending {
+        return super::votes::record(tx, state, &widget, &result, by, client).await;
+    }
     let answer = Answer {
         to: WidgetStatus::Submitted,
         result,
@@ -433,7 +438,9 @@ async fn after_resolution(
         widget: Some(widget.id.as_str()),
         names: loaded.env_names().map(|n| n.join(",")),
         scope: result["scope"].as_str(),
-        detail: result["decision"].as_str().map(|d| format!("decision={d}")),
+        detail: result["decision"]
+            .as_str()
+            .map(|d| super::approval::audit_detail(d, result)),
     };
     audit::append(tx, cause.actor, cause.client, entry).await?;
     notify(tx, state, widget, loaded, "widget.resolved", to).await?;

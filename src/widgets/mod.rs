@@ -20,11 +20,13 @@ pub mod clarification;
 pub mod delivery;
 mod engine;
 pub mod env_vars;
+pub mod fields;
 pub mod kind;
 #[cfg(test)]
 mod properties;
 mod store;
 pub mod typed;
+mod votes;
 mod wait;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +43,7 @@ pub use engine::{
     live, submit, validate,
 };
 pub use env_vars::EnvVars;
+pub use fields::Fields;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_CLIENT, Request};
 pub use store::WidgetRow;
 pub use wait::{MAX_WAIT_SECS, after_waiting, check_wait, wait_for_answer};
