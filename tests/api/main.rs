@@ -3,6 +3,7 @@
 
 mod agent_answers;
 mod agents;
+mod approval_edit;
 mod approvals;
 mod auth_cache;
 mod authz;
@@ -42,6 +43,7 @@ mod sharing;
 mod shutdown;
 mod streams;
 mod throughput;
+mod typed_questions;
 mod unit_file;
 mod upgrade;
 mod vault;

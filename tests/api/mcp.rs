@@ -109,6 +109,7 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
         names,
         [
             "ask",
+            "ask_fields",
             "ask_user",
             "get_widget_status",
             "request_approval",

@@ -82,6 +82,14 @@ impl Kind for Approval {
             typed.extend(edit::strings(edited));
         }
         cx.refuse_secrets(&typed).await?;
+        if form.decision == Decision::Deny && params.quorum() > 1 {
+            let so_far = quorum::approvals(cx.widget.result.as_deref());
+            let mut done = decided(cx, &form, params, &approved, edited).await?;
+            if !so_far.is_empty() {
+                done["approvers"] = json!(quorum::names(&so_far));
+            }
+            return Ok(done);
+        }
         if form.decision != Decision::Deny && params.quorum() > 1 {
             if form.decision == Decision::Always {
                 return Err(crate::error::AppError::invalid(
@@ -164,7 +172,7 @@ impl Kind for Approval {
             }
         };
         let text = match result["approvers"].as_array() {
-            Some(all) if all.len() > 1 => {
+            Some(all) if all.len() > 1 && result["decision"] != "deny" => {
                 let names: Vec<String> = all
                     .iter()
                     .filter_map(|n| n.as_str())

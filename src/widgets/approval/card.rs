@@ -41,6 +41,22 @@ struct ApprovalCard<'a> {
     ap: ApprovalView,
 }
 
+/// Who approved so far: the votes of a pending request, or the
+/// `approvers` of a decided one.
+fn approved_by(result: Option<&serde_json::Value>) -> Vec<String> {
+    let Some(result) = result else {
+        return Vec::new();
+    };
+    let names = match result["approvers"].as_array() {
+        Some(names) => names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect(),
+        None => super::quorum::names(result["approvals"].as_array().map_or(&[], Vec::as_slice)),
+    };
+    names.iter().map(|n| card::shown_answerer(n)).collect()
+}
+
 /// The inside of an approval card.
 pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<String> {
     let (shown_as, input) = match params.display() {
@@ -66,15 +82,7 @@ pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<Stri
             .and_then(|r| r.get("edited_input"))
             .map(|e| visible_controls(&serde_json::to_string_pretty(e).unwrap_or_default())),
         needed: params.quorum(),
-        approved_by: super::quorum::names(
-            &card
-                .result
-                .and_then(|r| r["approvals"].as_array().cloned())
-                .unwrap_or_default(),
-        )
-        .iter()
-        .map(|n| card::shown_answerer(n))
-        .collect(),
+        approved_by: approved_by(card.result),
     };
     card::render(&ApprovalCard { card, ap })
 }
