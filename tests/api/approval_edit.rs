@@ -211,7 +211,8 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
         "badge says edited"
     );
     assert!(
-        page.contains("rm -rf build</pre>") && page.contains("&quot;rm -rf build/tmp&quot;"),
+        page.contains("rm -rf build</pre>")
+            && page.contains("&#34;command&#34;: &#34;rm -rf build/tmp&#34;"),
         "both versions on the card"
     );
 

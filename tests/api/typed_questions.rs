@@ -352,7 +352,7 @@ async fn a_typed_question_is_a_client_form_one_to_one() {
             "{schema}"
         );
         assert_eq!(p["ratio"]["type"], "number", "{schema}");
-        assert_eq!(p["ratio"]["maximum"], 1, "{schema}");
+        assert_eq!(p["ratio"]["maximum"].as_f64(), Some(1.0), "{schema}");
         assert_eq!(p["notes"]["maxLength"], 4000, "{schema}");
         assert_eq!(p["owner"]["format"], "email", "{schema}");
         assert_eq!(p["day"]["format"], "date", "{schema}");
