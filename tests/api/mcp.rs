@@ -549,7 +549,7 @@ async fn tool_schemas_never_offer_null_and_descriptions_match_the_answers() {
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 7);
     let mut found = Vec::new();
     for tool in &tools {
         let schema = Value::Object((*tool.input_schema).clone());
