@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd::auth::Role;
 
-use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app};
+use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app, spawn_postgres_app};
 use crate::mcp::{call, connect, error_code, structured};
 use crate::questions::texts;
 use crate::webdriver::Chrome;
@@ -357,7 +357,18 @@ async fn a_hook_gets_the_edited_input_as_updated_input_and_the_comment() {
 
 #[tokio::test]
 async fn always_holds_for_this_session_or_for_all_and_the_settings_page_says_which() {
-    let app = spawn_app().await;
+    always_scopes_on(spawn_app().await).await;
+}
+
+/// The same on PostgreSQL, whatever the suite runs on: the rule's session
+/// column and its unique index (`COALESCE(session_id, '')`) there.
+#[tokio::test]
+async fn always_scopes_and_several_approvers_on_postgres() {
+    always_scopes_on(spawn_postgres_app().await).await;
+    several_approvers_on(spawn_postgres_app().await).await;
+}
+
+async fn always_scopes_on(app: TestApp) {
     let Scene {
         host,
         session,
@@ -431,7 +442,10 @@ async fn always_holds_for_this_session_or_for_all_and_the_settings_page_says_whi
 
 #[tokio::test]
 async fn several_approvers_each_audited_and_the_first_denial_ends_it() {
-    let app = spawn_app().await;
+    several_approvers_on(spawn_app().await).await;
+}
+
+async fn several_approvers_on(app: TestApp) {
     let Scene {
         host,
         session,
