@@ -28,13 +28,7 @@ pub(super) async fn record(
             "this request is answered only by the person, in widgetd's pages",
         ));
     };
-    let updated =
-        sqlx::query("UPDATE widgets SET result = $1 WHERE id = $2 AND status = 'pending'")
-            .bind(pending.to_string())
-            .bind(&widget.id)
-            .execute(&mut *tx)
-            .await?;
-    if updated.rows_affected() != 1 {
+    if !super::store::set_pending_result(&mut tx, &widget.id, pending).await? {
         let current = super::get_widget(&mut tx, &widget.id).await?.status;
         tx.commit().await?;
         return Err(AppError::WidgetNotPending(current));

@@ -187,7 +187,8 @@ pub fn parse_fields(fields: &[FieldInput]) -> AppResult<Vec<Field>> {
     Ok(parsed)
 }
 
-fn parse_field(n: usize, f: &FieldInput) -> AppResult<Field> {
+/// The field's name, label and description, checked; `n` names it.
+fn parse_words(n: usize, f: &FieldInput) -> AppResult<(String, Option<String>)> {
     let name_ok = f.name.len() <= MAX_NAME_CHARS
         && f.name.starts_with(|c: char| c.is_ascii_lowercase())
         && f.name
@@ -227,6 +228,11 @@ fn parse_field(n: usize, f: &FieldInput) -> AppResult<Field> {
             ),
         ));
     }
+    Ok((label, description.map(str::to_owned)))
+}
+
+fn parse_field(n: usize, f: &FieldInput) -> AppResult<Field> {
+    let (label, description) = parse_words(n, f)?;
     let t = f.field_type;
     check_bounds(n, t, f.min, f.max)?;
     if let Some(pattern) = &f.pattern {
@@ -251,7 +257,7 @@ fn parse_field(n: usize, f: &FieldInput) -> AppResult<Field> {
         name: f.name.clone(),
         label,
         field_type: t,
-        description: description.map(str::to_owned),
+        description,
         required: t != FieldType::Boolean && f.required.unwrap_or(true),
         min: f.min,
         max: f.max,
