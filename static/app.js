@@ -192,6 +192,10 @@ setInterval(() => humaneTimes(document), 30000);
     await refreshWidget(JSON.parse(event.data).widget_id);
     updateTitle();
   });
+  // An approval that needs several people: one of them approved.
+  events.addEventListener("widget:updated", async (event) => {
+    await refreshWidget(JSON.parse(event.data).widget_id);
+  });
   events.addEventListener("message:created", (event) => addMessage(JSON.parse(event.data)));
 })();
 

@@ -35,7 +35,7 @@ pub async fn decide(
     client: &ClientAddr,
 ) -> AppResult<Decided> {
     let mut conn = state.db.read.acquire().await?;
-    if approval::matching_rule(&mut conn, &session.creator_id, &params)
+    if approval::matching_rule(&mut conn, &session.creator_id, &session.id, &params)
         .await?
         .is_some()
     {

@@ -67,6 +67,10 @@ struct HookInput {
 struct WaitQuery {
     #[serde(default)]
     wait: Option<u64>,
+    /// `allow_edit=true`: the person may edit a tool call's input before
+    /// allowing it; Claude Code then runs the edited input (`updatedInput`).
+    #[serde(default)]
+    allow_edit: bool,
 }
 
 /// `POST /api/v1/sessions/{id}/hooks/claude-code?wait=SECONDS` (the
@@ -87,7 +91,8 @@ async fn answer_claude_code_hook(
         Ok(session) => session,
         Err(err) => return refused(err, &body),
     };
-    let wait = check_wait(parse_query::<WaitQuery>(query.as_deref())?.wait)?;
+    let query = parse_query::<WaitQuery>(query.as_deref())?;
+    let wait = check_wait(query.wait)?;
     let input: HookInput = parse_json(&body)?;
     let event = Event::parse(&input.hook_event_name)?;
     let actor = match &principal {
@@ -96,7 +101,7 @@ async fn answer_claude_code_hook(
     };
     match event {
         Event::PreToolUse | Event::PermissionRequest => {
-            let params = tool_call(&input, wait)?;
+            let params = tool_call(&input, wait, query.allow_edit)?;
             let decided = decide::decide(&state, &session, params, wait, &actor, &client).await?;
             let response = Json(event.answer(&decided.verdict, wait)).into_response();
             Ok(match decided.answered {
@@ -179,7 +184,7 @@ async fn tool_line(
 }
 
 /// The tool call as an approval request; validated like `request_approval`.
-fn tool_call(input: &HookInput, wait: u64) -> AppResult<ApprovalParams> {
+fn tool_call(input: &HookInput, wait: u64, allow_edit: bool) -> AppResult<ApprovalParams> {
     let (Some(tool), Some(tool_input)) = (&input.tool_name, &input.tool_input) else {
         return Err(AppError::BadRequest {
             code: "invalid_body",
@@ -194,5 +199,7 @@ fn tool_call(input: &HookInput, wait: u64) -> AppResult<ApprovalParams> {
         input: tool_input.clone(),
         reason: None,
         wait_seconds: Some(wait),
+        allow_edit,
+        approvers: None,
     })
 }

@@ -36,7 +36,13 @@ impl Event {
                 "allow",
                 "Allowed by a standing \"Always\" rule in widgetd.".to_owned(),
             ),
-            Verdict::Allowed { by } => ("allow", format!("Allowed in widgetd by {by}.")),
+            Verdict::Allowed { by, comment, .. } => (
+                "allow",
+                match comment {
+                    Some(comment) => format!("Allowed in widgetd by {by}: {comment}"),
+                    None => format!("Allowed in widgetd by {by}."),
+                },
+            ),
             Verdict::Denied { by, reason } => (
                 "deny",
                 match reason {
@@ -52,7 +58,20 @@ impl Event {
                 ),
             ),
         };
-        self.permission(decision, &reason)
+        let mut out = self.permission(decision, &reason);
+        if let Verdict::Allowed {
+            updated_input: Some(updated),
+            ..
+        } = verdict
+        {
+            match self {
+                Self::PermissionRequest => {
+                    out["hookSpecificOutput"]["decision"]["updatedInput"] = updated.clone();
+                }
+                _ => out["hookSpecificOutput"]["updatedInput"] = updated.clone(),
+            }
+        }
+        out
     }
 
     /// The answer to a check that widgetd could not tie to a session: loud,
@@ -115,6 +134,10 @@ pub enum Verdict {
     AlwaysAllowed,
     Allowed {
         by: String,
+        /// The person's comment, if any.
+        comment: Option<String>,
+        /// The input as the person edited it, if they did: what runs.
+        updated_input: Option<Value>,
     },
     Denied {
         by: String,
@@ -138,6 +161,8 @@ impl Verdict {
             (WidgetStatus::AlreadyPresent, _) => Self::AlwaysAllowed,
             (WidgetStatus::Submitted, Some("once" | "always")) => Self::Allowed {
                 by: field("answered_by").unwrap_or_default(),
+                comment: field("comment"),
+                updated_input: result.and_then(|r| r.get("edited_input")).cloned(),
             },
             (WidgetStatus::Submitted, Some("deny")) => Self::Denied {
                 by: field("answered_by").unwrap_or_default(),

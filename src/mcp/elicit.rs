@@ -9,8 +9,9 @@
 //! - URL mode, for `request_env_vars` only: the client opens the widget's
 //!   own page (`GET /widgets/{id}`), where the person logs in and types the
 //!   values; the client never sees them.
-//! - Form mode, for questions only (`ask`, `ask_user`, the `choice`,
-//!   `curation` and `mapping` clarifications), where the session opted in:
+//! - Form mode, for questions only (`ask`, `ask_user`, `ask_fields` (see
+//!   `super::fields_form`), the `choice`, `curation` and `mapping`
+//!   clarifications), where the session opted in:
 //!   the question in the spec's restricted schema (flat objects of string
 //!   enums, titled enums, arrays of them, and strings). An accepted form
 //!   becomes the JSON answer of `POST /widgets/{id}/submit`, with the
@@ -52,7 +53,7 @@ pub(super) fn has_form(kind: &str) -> bool {
 /// The agent's text as a client shows it: whole, hidden characters made
 /// visible, on one line (a line break shown as `⏎`), so that it cannot
 /// draw a line of its own.
-fn shown(text: &str) -> String {
+pub(super) fn shown(text: &str) -> String {
     visible_controls(text)
         .replace('\n', " ⏎ ")
         .replace('\t', " ")
@@ -94,6 +95,7 @@ pub(super) fn form_request(row: &WidgetRow) -> Option<ElicitRequestParams> {
     let (message, schema) = match row.kind.as_str() {
         "ask" | "ask_user" => questions(&serde_json::from_str(&row.params).ok()?)?,
         "clarification" => clarification(&serde_json::from_str(&row.params).ok()?)?,
+        "fields" => super::fields_form::form(&serde_json::from_str(&row.params).ok()?)?,
         _ => return None,
     };
     let requested_schema = ElicitationSchema::from_json_schema(schema).ok()?;
@@ -135,6 +137,10 @@ pub(super) fn answer_body(row: &WidgetRow, content: &Value) -> Option<Value> {
             let structured = clarification_answer(&params.widget, content)?;
             Some(json!({ "structured": structured, "freeform": freeform }))
         }
+        "fields" => Some(super::fields_form::answer(
+            &serde_json::from_str(&row.params).ok()?,
+            content,
+        )),
         _ => None,
     }
 }

@@ -12,6 +12,7 @@
 mod answers;
 mod apps;
 mod elicit;
+mod fields_form;
 mod inflight;
 mod life;
 mod modes;

@@ -276,6 +276,31 @@ impl AgentTools {
         reply(self.create::<Ask>(&ctx, args, retry).await)
     }
 
+    /// Ask the user something they answer by typing, with no options to
+    /// pick from: "What's the staging URL?". 1 to 10 `fields`, each with a
+    /// `name` (the answer's key) and a `type`: `text` (one line, the
+    /// default), `multiline`, `number`, `integer`, `boolean`, `email`, `url`
+    /// or `date` (YYYY-MM-DD); optional `min`/`max` (a value, or a text's
+    /// length), `pattern`, `required` (default true) and `default` (only
+    /// prefills the input). The answers come back keyed by `name`, typed
+    /// (numbers as numbers, booleans as booleans). Never ask for secrets
+    /// here: use `request_env_vars`. Returns and waits exactly like
+    /// `ask_user`.
+    #[tool(input_schema = input_schema::<crate::widgets::Fields>())]
+    async fn ask_fields(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let retry = Retry { state, responses };
+        reply(
+            self.create::<crate::widgets::Fields>(&ctx, args, retry)
+                .await,
+        )
+    }
+
     /// Ask the user before running a tool: they see the tool and its input
     /// (a shell command as a command, a path as a path, else JSON) and
     /// answer Deny (maybe with a reason), Once, or Always. "Always" approves

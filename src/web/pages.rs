@@ -757,6 +757,7 @@ pub async fn delete_env_form(
 /// the same text.
 pub(crate) const APP_JS: &str = concat!(
     include_str!("../../static/app.js"),
+    include_str!("../../static/fields.js"),
     include_str!("../../static/clarification/table.js"),
     include_str!("../../static/clarification/mapping.js"),
     include_str!("../../static/clarification/ranking.js"),
@@ -787,6 +788,8 @@ struct RuleRow {
     with: Option<String>,
     created_at: clock::Stamp,
     created_by: String,
+    /// A rule for one session only: its id and title.
+    session: Option<(String, String)>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -819,6 +822,9 @@ pub async fn view_settings_approvals_get(
                 with,
                 created_at: clock::Stamp::from_ms(r.created_at),
                 created_by: r.created_by,
+                session: r
+                    .session_id
+                    .map(|id| (id, r.session_title.unwrap_or_default())),
             }
         })
         .collect();

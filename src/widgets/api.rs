@@ -47,6 +47,10 @@ pub fn router() -> Router<AppState> {
             // base64): more than the 2 MB other bodies may have.
             post(create_widget::<Clarification>).layer(DefaultBodyLimit::max(4 * 1024 * 1024)),
         )
+        .route(
+            "/api/v1/sessions/{id}/widgets/fields",
+            post(create_widget::<super::Fields>),
+        )
         .route("/api/v1/sessions/{id}/archive", post(archive_session_api))
         .route("/api/v1/sessions/{id}/widgets", get(list_widgets))
         .route("/api/v1/widgets/{id}", get(read_widget))

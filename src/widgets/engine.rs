@@ -88,8 +88,13 @@ pub(crate) async fn submit_as<K: Kind>(
         user,
         by: &name,
         from_agent: by.agent_side().is_some(),
+        widget: &widget,
+        stay_pending: false,
     };
     let result = K::apply(&mut cx, &params, answer).await?;
+    if cx.stay_pending {
+        return super::votes::record(tx, state, &widget, &result, by, client).await;
+    }
     let answer = Answer {
         to: WidgetStatus::Submitted,
         result,
@@ -318,7 +323,7 @@ pub(super) async fn after_resolution(
         names: loaded.env_names().map(|n| n.join(",")),
         scope: result["scope"].as_str(),
         detail: match (result["decision"].as_str(), result["withdrawn_by"].as_str()) {
-            (Some(d), _) => Some(format!("decision={d}")),
+            (Some(d), _) => Some(super::approval::audit_detail(d, result)),
             (None, Some(_)) => Some(match result["replaced_by"].as_str() {
                 Some(new) => format!("withdrawn by the agent; replaced_by={new}"),
                 None => "withdrawn by the agent".to_owned(),

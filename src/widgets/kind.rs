@@ -204,7 +204,7 @@ pub const MCP_APP: &str = "mcp-app";
 /// The kinds the agent's MCP client may answer in form mode: questions.
 /// Never env vars (a value would pass through the agent's side) nor
 /// approvals (the agent would decide what it may run).
-pub const AGENT_CLIENT_KINDS: &[&str] = &["ask", "ask_user", "clarification"];
+pub const AGENT_CLIENT_KINDS: &[&str] = &["ask", "ask_user", "clarification", "fields"];
 
 /// What a kind's [`Kind::apply`] may use: the answer's transaction, the
 /// widget's session and who answers.
@@ -220,6 +220,12 @@ pub struct Answering<'a> {
     pub by: &'a str,
     /// The answer came from the agent's side (its MCP client).
     pub from_agent: bool,
+    /// The widget answered, as read in the answer's transaction.
+    pub widget: &'a super::WidgetRow,
+    /// Set by [`Kind::apply`] to keep the widget pending: the answer was
+    /// one of several needed (an approval's quorum), and what `apply`
+    /// returns is the widget's pending `result` so far.
+    pub stay_pending: bool,
 }
 
 impl Answering<'_> {
@@ -379,6 +385,7 @@ const KINDS: &[&dyn Registered] = &[
     &Entry::<super::ask::Questions>::NEW,
     &Entry::<super::approval::Approval>::NEW,
     &Entry::<super::clarification::Clarification>::NEW,
+    &Entry::<super::fields::Fields>::NEW,
 ];
 
 /// The registered kind that reads `widgets.kind = kind`.

@@ -21,12 +21,14 @@ mod create;
 pub mod delivery;
 mod engine;
 pub mod env_vars;
+pub mod fields;
 pub mod kind;
 pub mod life;
 #[cfg(test)]
 mod properties;
 mod store;
 pub mod typed;
+mod votes;
 mod wait;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +43,7 @@ pub use create::{MAX_PENDING_PER_SESSION, create, create_living, validate};
 pub use delivery::{Answered, Waited};
 pub use engine::{archive_session, dismiss_widget, expire_due, expire_unwaited, live, submit};
 pub use env_vars::EnvVars;
+pub use fields::Fields;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
 pub use store::WidgetRow;
 pub use wait::{MAX_WAIT_SECS, after_waiting, check_wait, wait_for_answer};

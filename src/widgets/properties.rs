@@ -16,6 +16,7 @@ use super::approval::Approval;
 use super::ask::{Ask, AskUser, Questions};
 use super::clarification::Clarification;
 use super::env_vars::EnvVars;
+use super::fields::{Fields, check};
 use super::kind::{AnswerBody, Kind, Request};
 use crate::api::parse_value;
 use crate::error::AppError;
@@ -175,9 +176,35 @@ fn ask_requests_and_question_answers() {
 fn approval_requests_and_decisions() {
     check_request::<Approval>(json!({
         "tool": "Bash", "input": { "command": "rm -rf build", "nested": [1, "two"] },
-        "reason": "clean the build",
+        "reason": "clean the build", "allow_edit": true, "approvers": 2,
     }));
     check_answer::<Approval>();
+}
+
+#[test]
+fn typed_question_requests_and_answers() {
+    let valid = json!({
+        "question": "Where is staging?",
+        "fields": [
+            { "name": "url", "label": "URL", "type": "url", "description": "where", "required": true,
+              "min": 10, "max": 200, "pattern": "https://[a-z.]+/?", "default": "https://x.example" },
+            { "name": "port", "type": "integer", "min": 1, "max": 65535, "default": 8080 },
+            { "name": "ok", "type": "boolean", "default": true },
+        ],
+        "wait_seconds": 5,
+    });
+    check_request::<Fields>(valid.clone());
+    check_answer::<Fields>();
+    // Every field's check, on hostile answers: no panic, no echo.
+    let input = parse_value::<<Fields as Request>::Input>(valid).unwrap();
+    let params = Fields::parse(input).unwrap();
+    let names = prop_oneof![Just("url"), Just("port"), Just("ok")];
+    proptest!(ProptestConfig::with_cases(300), |(raw in proptest::collection::vec((names, hostile_text()), 0..6))| {
+        let raw: Vec<(String, String)> = raw.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        if let Err(err) = check::answers(&params.fields, &raw) {
+            assert_no_echo(&err);
+        }
+    });
 }
 
 #[test]

@@ -84,6 +84,21 @@ pub(super) async fn resolve(
     Ok(done.rows_affected() == 1)
 }
 
+/// Sets the `result` of a widget that stays pending (an approval's votes
+/// so far); `false` if it is no longer pending.
+pub(super) async fn set_pending_result(
+    conn: &mut AnyConnection,
+    id: &WidgetId,
+    result: &Value,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE widgets SET result = $1 WHERE id = $2 AND status = 'pending'")
+        .bind(result.to_string())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Pending widgets whose time is up, oldest first.
 pub(super) async fn due(
     conn: &mut AnyConnection,

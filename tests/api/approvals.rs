@@ -502,7 +502,7 @@ async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
         badge[0]
             .as_str()
             .unwrap()
-            .contains("Always approved by alice"),
+            .contains("Always approved (this session only) by alice"),
         "{badge}"
     );
     assert_eq!(chrome.count(&format!("{card} form")).await, 0);
@@ -515,9 +515,12 @@ async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
     assert_eq!(answered["status"], "submitted", "{answered}");
     assert_eq!(answered["result"]["decision"], "always", "{answered}");
     assert_eq!(answered["result"]["answered_by"], "alice", "{answered}");
+    // The page's "Always" is for this session unless the person picks
+    // "all my sessions".
+    assert_eq!(answered["result"]["scope"], "session", "{answered}");
     assert_eq!(
         last_prompt(&app, &host, &session).await,
-        "[Agor] User approved Bash for this exact input, now and in future requests. You can run it now."
+        "[Agor] User approved Bash for this exact input, now and in future requests of this session. You can run it now."
     );
 
     // A reload shows the same decision.
@@ -528,7 +531,7 @@ async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
         badge[0]
             .as_str()
             .unwrap()
-            .contains("Always approved by alice"),
+            .contains("Always approved (this session only) by alice"),
         "after a reload: {badge}"
     );
     assert_eq!(chrome.count(&format!("{card} form")).await, 0);

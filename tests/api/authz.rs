@@ -135,6 +135,12 @@ const TABLE: &[Row] = &[
     ),
     row(
         "POST",
+        "/api/v1/sessions/{id}/widgets/fields",
+        Bearer,
+        ".a..c....",
+    ),
+    row(
+        "POST",
         "/api/v1/sessions/{id}/widgets/clarification",
         Bearer,
         ".a..c....",
@@ -369,6 +375,9 @@ fn json_for(path: &str) -> Value {
         "/api/v1/sessions/{id}/widgets/ask-user" => json!({ "questions": [
             { "question": "Which?", "header": "Pick", "options": [{ "label": "a" }, { "label": "b" }] } ] }),
         "/api/v1/sessions/{id}/widgets/ask" => json!({ "question": "Deploy?" }),
+        "/api/v1/sessions/{id}/widgets/fields" => {
+            json!({ "question": "Where?", "fields": [{ "name": "url", "type": "url" }] })
+        }
         "/api/v1/sessions/{id}/widgets/approval" => {
             json!({ "tool": "Bash", "input": { "command": "ls" } })
         }

@@ -3,6 +3,7 @@
 
 mod agent_answers;
 mod agents;
+mod approval_edit;
 mod approvals;
 mod apps;
 mod apps_host;
@@ -46,6 +47,7 @@ mod shutdown;
 mod slack;
 mod streams;
 mod throughput;
+mod typed_questions;
 mod unit_file;
 mod upgrade;
 mod vault;

@@ -109,6 +109,7 @@ async fn tools_list_shows_every_tool_with_its_full_schema() {
         names,
         [
             "ask",
+            "ask_fields",
             "ask_user",
             "cancel_widget",
             "get_widget_status",
@@ -552,7 +553,7 @@ async fn tool_schemas_never_offer_null_and_descriptions_match_the_answers() {
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 8);
+    assert_eq!(tools.len(), 9);
     let mut found = Vec::new();
     for tool in &tools {
         let schema = Value::Object((*tool.input_schema).clone());

@@ -2,12 +2,12 @@
 //! person decides Deny (with a reason), Once, Always or Always for commands
 //! like this one; the resume prompt tells the agent whether to run it.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::{
-    ApprovalParams, Decision, MatchedRule, RequestApprovalInput, keep_rule, matching_rule,
-    parse_decision, result,
+    ApprovalParams, Decision, DecisionForm, MatchedRule, RequestApprovalInput, RuleOwner,
+    RuleScope, edit, keep_rule, matching_rule, parse_decision, quorum, result,
 };
 use crate::error::AppResult;
 use crate::sessions::Session;
@@ -37,13 +37,16 @@ impl Kind for Approval {
     type Params = ApprovalParams;
     type Answer = Vec<(String, String)>;
 
-    /// An identical request the creator approved "always" is born approved.
+    /// An identical request the creator approved "always" (for all their
+    /// sessions, or for this one) is born approved. One that needs more
+    /// approvers than may answer the session is refused.
     async fn born(
         tx: &mut AnyConnection,
         session: &Session,
         params: &ApprovalParams,
     ) -> AppResult<Option<Value>> {
-        let rule = matching_rule(tx, &session.creator_id, params).await?;
+        quorum::check_possible(tx, session, params.quorum()).await?;
+        let rule = matching_rule(tx, &session.creator_id, &session.id, params).await?;
         Ok(rule.as_ref().map(MatchedRule::result))
     }
 
@@ -51,33 +54,81 @@ impl Kind for Approval {
         body.plain_fields()
     }
 
-    /// Deny (with an optional reason), once, or always (which keeps a rule
-    /// for identical requests, or for commands matching a pattern).
+    /// Deny (with an optional comment), once, or always (which keeps a
+    /// rule for identical requests, or for commands matching a pattern, in
+    /// this session or all of the creator's), each with an optional
+    /// comment, and, where the agent allowed it, the input edited. Where
+    /// several approvers are needed, an allow before the last is a vote.
     async fn apply(
         cx: &mut Answering<'_>,
         params: &ApprovalParams,
         fields: Self::Answer,
     ) -> AppResult<Value> {
         let form = parse_decision(&fields)?;
-        if let Some(pattern) = &form.pattern {
-            params.check_pattern(pattern)?;
-        }
-        if let Some(reason) = &form.reason {
-            cx.refuse_secrets(&[reason]).await?;
-        }
-        let rule = match form.decision {
-            Decision::Always => {
-                let pattern = form.pattern.as_deref();
-                let owner = &cx.session.creator_id;
-                Some(keep_rule(cx.conn, owner, cx.user, params, pattern).await?)
-            }
-            _ => None,
+        let edited = match form.decision {
+            Decision::Deny => None,
+            _ => edit::read(params, form.edited.as_deref())?,
         };
-        Ok(result(&form, cx.by, rule.as_deref()))
+        // What is approved: the input as the person left it.
+        let approved = ApprovalParams {
+            input: edited.clone().unwrap_or_else(|| params.input.clone()),
+            ..params.clone()
+        };
+        if let Some(pattern) = &form.pattern {
+            approved.check_pattern(pattern)?;
+        }
+        let mut typed: Vec<&str> = form.reason.as_deref().into_iter().collect();
+        if let Some(edited) = &edited {
+            typed.extend(edit::strings(edited));
+        }
+        cx.refuse_secrets(&typed).await?;
+        if form.decision == Decision::Deny && params.quorum() > 1 {
+            let so_far = quorum::approvals(cx.widget.result.as_deref());
+            let mut done = decided(cx, &form, params, &approved, edited).await?;
+            if !so_far.is_empty() {
+                done["approvers"] = json!(quorum::names(&so_far));
+            }
+            return Ok(done);
+        }
+        if form.decision != Decision::Deny && params.quorum() > 1 {
+            if form.decision == Decision::Always {
+                return Err(crate::error::AppError::invalid(
+                    "always_needs_one_approver",
+                    "this request needs several approvers: it can be allowed once, not always",
+                ));
+            }
+            let so_far = quorum::approvals(cx.widget.result.as_deref());
+            let approvals = quorum::add(so_far, cx.user, cx.by)?;
+            if approvals.len() < params.quorum() as usize {
+                cx.stay_pending = true;
+                return Ok(json!({
+                    "approvals": approvals,
+                    "needed": params.quorum(),
+                    "decision": form.decision.as_str(),
+                }));
+            }
+            let mut done = decided(cx, &form, params, &approved, edited).await?;
+            done["approvers"] = json!(quorum::names(&approvals));
+            return Ok(done);
+        }
+        decided(cx, &form, params, &approved, edited).await
     }
 
     fn prompt(tag: &str, params: &ApprovalParams, to: WidgetStatus, result: &Value) -> String {
-        prompt(tag, to, &params.tool, result)
+        let text = prompt(tag, to, &params.tool, result);
+        let decided = to == WidgetStatus::Submitted && result["decision"] != "deny";
+        let text = match result.get("edited_input").filter(|_| decided) {
+            Some(edited) => format!(
+                "{text} The user edited the input before allowing it: run {} with exactly this \
+                 input, not the one you asked for: {edited}",
+                params.tool
+            ),
+            None => text,
+        };
+        match result["comment"].as_str().filter(|_| decided) {
+            Some(comment) => format!("{text} User's comment: {}", Value::from(comment)),
+            None => text,
+        }
     }
 
     fn subject(_: &ApprovalParams) -> String {
@@ -102,6 +153,11 @@ impl Kind for Approval {
                 "check-circle",
                 format!("Approved once by {by} at {when}"),
             ),
+            (_, Some("always")) if result["scope"] == "session" => (
+                "submitted",
+                "check-circle",
+                format!("Always approved (this session only) by {by} at {when}"),
+            ),
             (_, Some("always")) => (
                 "submitted",
                 "check-circle",
@@ -115,11 +171,70 @@ impl Kind for Approval {
                 ("denied", "ban", format!("Denied by {by} at {when}{why}"))
             }
         };
+        let text = match result["approvers"].as_array() {
+            Some(all) if all.len() > 1 && result["decision"] != "deny" => {
+                let names: Vec<String> = all
+                    .iter()
+                    .filter_map(|n| n.as_str())
+                    .map(crate::widgets::card::shown_answerer)
+                    .collect();
+                format!("{text} (approved by {})", names.join(" and "))
+            }
+            _ => text,
+        };
+        let text = match (result.get("edited_input"), result["decision"].as_str()) {
+            (Some(_), Some("once" | "always")) => format!("{text}, with the input edited"),
+            _ => text,
+        };
+        let text = match result["comment"].as_str() {
+            Some(comment) if result["decision"] != "deny" => format!("{text}: {comment}"),
+            _ => text,
+        };
         Badge { class, icon, text }
     }
 
     fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<String> {
         super::card::render(params, card)
+    }
+}
+
+/// A decision that ends the request: keeps the rule of an "Always", and
+/// returns the result (with the edited input and the original beside it).
+async fn decided(
+    cx: &mut Answering<'_>,
+    form: &DecisionForm,
+    params: &ApprovalParams,
+    approved: &ApprovalParams,
+    edited: Option<Value>,
+) -> AppResult<Value> {
+    let rule = match form.decision {
+        Decision::Always => {
+            let owner = RuleOwner {
+                owner: &cx.session.creator_id,
+                by: cx.user,
+                session: (form.scope == RuleScope::Session).then_some(&cx.session.id),
+            };
+            let pattern = form.pattern.as_deref();
+            Some(keep_rule(cx.conn, owner, approved, pattern).await?)
+        }
+        _ => None,
+    };
+    let mut result = result(form, cx.by, rule.as_deref());
+    if let Some(edited) = edited {
+        result["edited_input"] = edited;
+        result["original_input"] = params.input.clone();
+    }
+    Ok(result)
+}
+
+/// The audit row's `detail` of a decision: the decision, and for an edited
+/// input both versions (compact JSON).
+pub fn audit_detail(decision: &str, result: &Value) -> String {
+    match (result.get("original_input"), result.get("edited_input")) {
+        (Some(original), Some(edited)) => {
+            format!("decision={decision}; original_input={original}; edited_input={edited}")
+        }
+        _ => format!("decision={decision}"),
     }
 }
 
@@ -137,12 +252,20 @@ pub fn prompt(tag: &str, status: WidgetStatus, tool: &str, result: &Value) -> St
             ),
         },
         (WidgetStatus::Submitted, Some("always")) if pattern.is_some() => format!(
-            "{tag} User approved {tool} for commands like `{}`, now and in future requests. You can run it now.",
-            pattern.unwrap_or_default()
+            "{tag} User approved {tool} for commands like `{}`, now and in future requests{}. You can run it now.",
+            pattern.unwrap_or_default(),
+            if result["scope"] == "session" {
+                " of this session"
+            } else {
+                ""
+            }
         ),
         (WidgetStatus::Submitted, Some("once")) => {
             format!("{tag} User approved {tool} once. You can run it now.")
         }
+        (WidgetStatus::Submitted, Some("always")) if result["scope"] == "session" => format!(
+            "{tag} User approved {tool} for this exact input, now and in future requests of this session. You can run it now."
+        ),
         (WidgetStatus::Submitted, Some("always")) => format!(
             "{tag} User approved {tool} for this exact input, now and in future requests. You can run it now."
         ),

@@ -23,6 +23,15 @@ struct ApprovalView {
     /// For a plain shell command: the pattern "Always allow commands like"
     /// offers first.
     pattern: Option<String>,
+    /// Where the agent allowed editing: the input as indented JSON, the
+    /// edit box's starting text.
+    edit: Option<String>,
+    /// Once allowed with an edit: the edited input, as indented JSON.
+    edited: Option<String>,
+    /// Distinct approvers needed (1: the usual single decision).
+    needed: u32,
+    /// Who approved so far, while more are needed.
+    approved_by: Vec<String>,
 }
 
 #[derive(Template)]
@@ -30,6 +39,22 @@ struct ApprovalView {
 struct ApprovalCard<'a> {
     card: &'a Card<'a>,
     ap: ApprovalView,
+}
+
+/// Who approved so far: the votes of a pending request, or the
+/// `approvers` of a decided one.
+fn approved_by(result: Option<&serde_json::Value>) -> Vec<String> {
+    let Some(result) = result else {
+        return Vec::new();
+    };
+    let names = match result["approvers"].as_array() {
+        Some(names) => names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect(),
+        None => super::quorum::names(result["approvals"].as_array().map_or(&[], Vec::as_slice)),
+    };
+    names.iter().map(|n| card::shown_answerer(n)).collect()
 }
 
 /// The inside of an approval card.
@@ -48,7 +73,16 @@ pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> AppResult<Stri
         free: Some(params.free_fields())
             .filter(|f| !f.is_empty())
             .map(|f| f.join(", ")),
-        pattern: params.suggested_pattern(),
+        pattern: params.suggested_pattern().filter(|_| params.quorum() == 1),
+        edit: params.allow_edit.then(|| {
+            visible_controls(&serde_json::to_string_pretty(&params.input).unwrap_or_default())
+        }),
+        edited: card
+            .result
+            .and_then(|r| r.get("edited_input"))
+            .map(|e| visible_controls(&serde_json::to_string_pretty(e).unwrap_or_default())),
+        needed: params.quorum(),
+        approved_by: approved_by(card.result),
     };
     card::render(&ApprovalCard { card, ap })
 }

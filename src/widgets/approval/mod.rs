@@ -13,21 +13,24 @@
 
 mod answer;
 mod card;
+pub mod edit;
 mod identity;
 mod pattern;
+pub mod quorum;
+mod rules;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
-use crate::clock;
 use crate::error::{AppError, AppResult};
-use crate::ids::UserId;
 
-pub use answer::Approval;
-use pattern::stored_pattern_rule;
+pub use answer::{Approval, audit_detail};
 pub use pattern::{is_plain_command, pattern_matches};
+pub use rules::{
+    ApprovalRule, MatchedRule, RuleOwner, RuleScope, keep_rule, list_rules, matching_rule,
+    revoke_rule,
+};
 
 const MAX_TOOL_CHARS: usize = 100;
 const MAX_INPUT_BYTES: usize = 16 * 1024;
@@ -48,6 +51,16 @@ pub struct RequestApprovalInput {
     /// As for `ask_user`: wait up to this many seconds (at most 300) for the decision.
     #[serde(default)]
     pub wait_seconds: Option<u64>,
+    /// Let the person edit the input before allowing it (default false).
+    /// When they do, the decision carries `edited_input`: run the tool
+    /// with exactly that input, never the original.
+    #[serde(default)]
+    pub allow_edit: bool,
+    /// How many different people must allow it (1 to 5, default 1; at most
+    /// the number of people who may answer this session). The first denial
+    /// ends the request.
+    #[serde(default)]
+    pub approvers: Option<u32>,
 }
 
 /// A validated approval request, as stored.
@@ -57,6 +70,12 @@ pub struct ApprovalParams {
     pub input: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The person may edit the input before allowing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_edit: bool,
+    /// Distinct people who must allow it; absent: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<u32>,
 }
 
 /// How the input is shown to the person deciding.
@@ -94,11 +113,19 @@ impl ApprovalParams {
             ));
         }
         crate::widgets::check_wait(input.wait_seconds)?;
+        let approvers = quorum::check_count(input.approvers)?;
         Ok(Self {
             tool: tool.to_owned(),
             input: input.input.clone(),
             reason: input.reason.clone(),
+            allow_edit: input.allow_edit,
+            approvers,
         })
+    }
+
+    /// How many distinct people must allow it.
+    pub fn quorum(&self) -> u32 {
+        self.approvers.unwrap_or(1)
     }
 
     /// The fields an "Always" rule holds to, as one canonical string
@@ -178,17 +205,22 @@ impl Decision {
     }
 }
 
-/// What the person answered: the decision, a deny reason, and for "Always
-/// allow commands like …" the pattern.
+/// What the person answered: the decision, a comment (with any decision),
+/// for "Always allow commands like …" the pattern, for "Always" its scope,
+/// and the input as edited (the raw JSON text), if it was.
 #[derive(Debug)]
 pub struct DecisionForm {
     pub decision: Decision,
     pub reason: Option<String>,
     pub pattern: Option<String>,
+    pub scope: RuleScope,
+    pub edited: Option<String>,
 }
 
 /// Reads `decision` (`deny`, `once`, `always`, or `always_like` with a
-/// `pattern`) and an optional deny `reason`.
+/// `pattern`), an optional `comment` (or `reason`, its older name) kept
+/// with any decision, the `scope` of an "Always" (`session` or `all`,
+/// default `all`) and an `edited_input`.
 pub fn parse_decision(fields: &[(String, String)]) -> AppResult<DecisionForm> {
     let field = |name: &str| {
         fields
@@ -208,7 +240,9 @@ pub fn parse_decision(fields: &[(String, String)]) -> AppResult<DecisionForm> {
             ));
         }
     };
-    let reason = field("reason")
+    let reason = field("comment")
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| field("reason"))
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .map(str::to_owned);
@@ -217,182 +251,42 @@ pub fn parse_decision(fields: &[(String, String)]) -> AppResult<DecisionForm> {
     {
         return Err(AppError::invalid(
             "invalid_reason",
-            format!("a reason has at most {MAX_REASON_CHARS} characters"),
+            format!("a comment has at most {MAX_REASON_CHARS} characters"),
         ));
     }
     let pattern = match like {
         true => Some(field("pattern").unwrap_or_default().trim().to_owned()),
         false => None,
     };
+    let scope = match field("scope").filter(|s| !s.is_empty()) {
+        Some(scope) => RuleScope::parse(scope)?,
+        None => RuleScope::All,
+    };
+    let edited = field("edited_input")
+        .filter(|e| !e.trim().is_empty())
+        .map(str::to_owned);
     Ok(DecisionForm {
         decision,
-        reason: reason.filter(|_| decision == Decision::Deny),
+        reason,
         pattern,
+        scope,
+        edited,
     })
 }
 
-/// A standing "Always" approval.
-#[derive(Debug, Serialize, sqlx::FromRow)]
-pub struct ApprovalRule {
-    pub id: String,
-    pub tool: String,
-    /// `exact` (`input` is the canonical JSON of the identifying fields)
-    /// or `pattern` (the same, with a command pattern for the command).
-    pub match_kind: String,
-    pub input: String,
-    pub created_at: i64,
-    pub created_by: String,
-}
-
-impl ApprovalRule {
-    /// What the settings page shows: an exact rule's fields; a pattern
-    /// rule's pattern and, as JSON, the other fields it holds to.
-    pub fn shown(&self) -> (String, Option<String>) {
-        if self.match_kind != "pattern" {
-            return (self.input.clone(), None);
-        }
-        let mut rule = stored_pattern_rule(&self.input, "command");
-        let key = ["command", "cmd"]
-            .into_iter()
-            .find(|k| rule.get(*k).is_some_and(Value::is_string))
-            .unwrap_or("command");
-        let pattern = rule.remove(key);
-        let pattern = pattern.as_ref().and_then(Value::as_str).unwrap_or_default();
-        let rest = (!rule.is_empty()).then(|| Value::Object(rule).to_string());
-        (pattern.to_owned(), rest)
-    }
-}
-
-/// A live rule that covers a request.
-pub struct MatchedRule {
-    pub id: String,
-    /// Set when it covers the request by command pattern.
-    pub pattern: Option<String>,
-}
-
-impl MatchedRule {
-    /// The result of a request this rule approved at once.
-    pub fn result(&self) -> Value {
-        let mut result = json!({ "decision": "always", "rule_id": self.id, "automatic": true });
-        if let Some(pattern) = &self.pattern {
-            result["pattern"] = json!(pattern);
-        }
-        result
-    }
-}
-
-/// The live rule matching this request, if any: one for its exact
-/// identifying fields, else a command pattern that covers its (plain)
-/// command with every other identifying field equal.
-pub async fn matching_rule(
-    conn: &mut AnyConnection,
-    owner: &UserId,
-    params: &ApprovalParams,
-) -> sqlx::Result<Option<MatchedRule>> {
-    let exact = sqlx::query_scalar(
-        "SELECT id FROM approval_rules WHERE owner_id = $1 AND tool = $2 AND match_kind = 'exact' \
-         AND input = $3 AND revoked_at IS NULL",
-    )
-    .bind(owner)
-    .bind(&params.tool)
-    .bind(params.canonical_input())
-    .fetch_optional(&mut *conn)
-    .await?;
-    if let Some(id) = exact {
-        return Ok(Some(MatchedRule { id, pattern: None }));
-    }
-    if params.command().is_none() {
-        return Ok(None);
-    }
-    let patterns: Vec<(String, String)> = sqlx::query_as(
-        "SELECT id, input FROM approval_rules WHERE owner_id = $1 AND tool = $2 \
-         AND match_kind = 'pattern' AND revoked_at IS NULL ORDER BY created_at",
-    )
-    .bind(owner)
-    .bind(&params.tool)
-    .fetch_all(conn)
-    .await?;
-    Ok(patterns.into_iter().find_map(|(id, stored)| {
-        params.covered_by(&stored).map(|pattern| MatchedRule {
-            id,
-            pattern: Some(pattern),
-        })
-    }))
-}
-
-/// Records an "Always" answer for these identifying fields, or for every
-/// command matching `pattern` with the other identifying fields as they
-/// are; returns the rule id (an existing live one if any).
-pub async fn keep_rule(
-    conn: &mut AnyConnection,
-    owner: &UserId,
-    by: &UserId,
-    params: &ApprovalParams,
-    pattern: Option<&str>,
-) -> sqlx::Result<String> {
-    let (kind, input) = match pattern {
-        Some(pattern) => ("pattern", params.pattern_rule(pattern)),
-        None => ("exact", params.canonical_input()),
-    };
-    let existing = sqlx::query_scalar(
-        "SELECT id FROM approval_rules WHERE owner_id = $1 AND tool = $2 AND match_kind = $3 \
-         AND input = $4 AND revoked_at IS NULL",
-    )
-    .bind(owner)
-    .bind(&params.tool)
-    .bind(kind)
-    .bind(&input)
-    .fetch_optional(&mut *conn)
-    .await?;
-    if let Some(id) = existing {
-        return Ok(id);
-    }
-    let id = uuid::Uuid::new_v4().to_string();
-    sqlx::query(
-        "INSERT INTO approval_rules (id, owner_id, tool, match_kind, input, created_at, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(&id)
-    .bind(owner)
-    .bind(&params.tool)
-    .bind(kind)
-    .bind(&input)
-    .bind(clock::now_ms())
-    .bind(by)
-    .execute(conn)
-    .await?;
-    Ok(id)
-}
-
-/// The owner's live rules, newest first.
-pub async fn list_rules(conn: &mut AnyConnection, owner: &UserId) -> AppResult<Vec<ApprovalRule>> {
-    Ok(sqlx::query_as(
-        "SELECT r.id, r.tool, r.match_kind, r.input, r.created_at, u.name AS created_by FROM approval_rules r
-         JOIN users u ON u.id = r.created_by WHERE r.owner_id = $1 AND r.revoked_at IS NULL ORDER BY r.created_at DESC",
-    )
-    .bind(owner)
-    .fetch_all(conn)
-    .await?)
-}
-
-/// Revokes one of the owner's live rules; 404 otherwise. Returns its tool.
-pub async fn revoke_rule(conn: &mut AnyConnection, owner: &UserId, id: &str) -> AppResult<String> {
-    let tool: Option<String> = sqlx::query_scalar(
-        "UPDATE approval_rules SET revoked_at = $1 WHERE id = $2 AND owner_id = $3 AND revoked_at IS NULL RETURNING tool",
-    )
-    .bind(clock::now_ms())
-    .bind(id)
-    .bind(owner)
-    .fetch_optional(conn)
-    .await?;
-    tool.ok_or(AppError::NotFound("approval rule"))
-}
-
-/// The result of a decision, as the agent and the transcript see it.
+/// The result of a decision, as the agent and the transcript see it: a
+/// comment as `comment` (and, on a denial, as `reason` too, its name before
+/// comments went with every decision); an "Always" rule's id and scope.
 pub fn result(form: &DecisionForm, by: &str, rule: Option<&str>) -> Value {
     let mut result = json!({ "decision": form.decision.as_str(), "answered_by": by });
     if let Some(reason) = &form.reason {
-        result["reason"] = json!(reason);
+        result["comment"] = json!(reason);
+        if form.decision == Decision::Deny {
+            result["reason"] = json!(reason);
+        }
+    }
+    if rule.is_some() {
+        result["scope"] = json!(form.scope.as_str());
     }
     if let Some(pattern) = &form.pattern {
         result["pattern"] = json!(pattern);
@@ -413,6 +307,8 @@ mod tests {
             input,
             reason: None,
             wait_seconds: None,
+            allow_edit: false,
+            approvers: None,
         }
     }
 
@@ -468,8 +364,21 @@ mod tests {
             (deny.decision, deny.reason),
             (Decision::Deny, Some("too risky".into()))
         );
-        let once = parse_decision(&f(&[("decision", "once"), ("reason", "ignored")])).unwrap();
-        assert_eq!((once.decision, once.reason), (Decision::Once, None));
+        let once = parse_decision(&f(&[("decision", "once"), ("comment", " kept ")])).unwrap();
+        assert_eq!(
+            (once.decision, once.reason),
+            (Decision::Once, Some("kept".into()))
+        );
+        assert_eq!(once.scope, RuleScope::All);
+        let scoped = parse_decision(&f(&[("decision", "always"), ("scope", "session")])).unwrap();
+        assert_eq!(scoped.scope, RuleScope::Session);
+        assert!(matches!(
+            parse_decision(&f(&[("decision", "always"), ("scope", "forever")])),
+            Err(AppError::Invalid {
+                code: "invalid_scope",
+                ..
+            })
+        ));
         let like = parse_decision(&f(&[
             ("decision", "always_like"),
             ("pattern", " git status * "),
@@ -532,6 +441,8 @@ mod tests {
             tool: "Bash".into(),
             input: json!({ "command": "git status --short" }),
             reason: None,
+            allow_edit: false,
+            approvers: None,
         };
         assert!(params.check_pattern("git status *").is_ok());
         assert_eq!(params.suggested_pattern().as_deref(), Some("git status *"));
@@ -549,6 +460,8 @@ mod tests {
                 tool: "Bash".into(),
                 input: json!({ "command": command }),
                 reason: None,
+                allow_edit: false,
+                approvers: None,
             };
             let got = p.suggested_pattern();
             assert_eq!(got.as_deref(), suggested, "{command}");
@@ -572,6 +485,8 @@ mod tests {
             tool: "write_file".into(),
             input: json!({ "path": "a.txt" }),
             reason: None,
+            allow_edit: false,
+            approvers: None,
         };
         assert!(path.check_pattern("a.txt").is_err());
     }
@@ -629,6 +544,8 @@ mod tests {
             input: approved.pattern_rule("git status *"),
             created_at: 0,
             created_by: "alice".into(),
+            session_id: None,
+            session_title: None,
         };
         assert_eq!(
             rule.shown(),

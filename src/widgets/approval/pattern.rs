@@ -86,7 +86,7 @@ impl ApprovalParams {
     /// A pattern rule as stored: the call's identifying fields with the
     /// pattern in place of the command, so that every other field must
     /// still equal what was approved.
-    pub(super) fn pattern_rule(&self, pattern: &str) -> String {
+    pub(crate) fn pattern_rule(&self, pattern: &str) -> String {
         let mut rule = self.identity();
         if let (Some((key, _)), Value::Object(map)) = (self.command_field(), &mut rule) {
             map.insert(key.to_owned(), json!(pattern));
