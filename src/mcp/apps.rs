@@ -63,6 +63,7 @@ pub(super) const ANSWER_TOOL: &str = "app_widget_answer";
 /// The tools whose result the app renders.
 const WIDGET_TOOLS: &[&str] = &[
     "ask",
+    "ask_fields",
     "ask_user",
     "request_clarification",
     "request_env_vars",

@@ -387,6 +387,13 @@ async fn every_question_kind_renders_in_the_app() {
             "widget-form ask",
         ),
         (
+            "ask_fields",
+            json!({ "question": "Where is staging?", "fields": [
+                { "name": "url", "label": "Staging URL", "type": "url" },
+                { "name": "port", "label": "Port", "type": "integer", "min": 1, "max": 65535 } ] }),
+            "widget-form fields",
+        ),
+        (
             "request_clarification",
             clarify(json!({ "type": "choice", "options": [{ "label": "A" }, { "label": "B" }] })),
             "type-choice",
