@@ -35,6 +35,8 @@ pub mod secrets;
 pub mod sessions;
 pub mod startup;
 pub mod stream_limits;
+#[cfg(test)]
+mod testing;
 pub mod transcript;
 pub mod web;
 pub mod webhooks;
