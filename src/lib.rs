@@ -36,6 +36,8 @@ pub mod sessions;
 pub mod slack;
 pub mod startup;
 pub mod stream_limits;
+#[cfg(test)]
+mod testing;
 pub mod transcript;
 pub mod web;
 pub mod webhooks;

@@ -138,4 +138,44 @@ mod tests {
         assert!(MasterKey::from_base64(&STANDARD.encode([7u8; 31]), MasterKeySource::Env).is_err());
         assert_eq!(format!("{key:?}"), "MasterKey([REDACTED])");
     }
+
+    #[test]
+    fn sources_are_named_for_the_operator() {
+        assert_eq!(MasterKeySource::Env.to_string(), "WIDGETD_MASTER_KEY");
+        let file = MasterKeySource::File(PathBuf::from("/data/master.key"));
+        assert_eq!(file.to_string(), "the key file /data/master.key");
+    }
+
+    #[test]
+    fn the_key_file_is_written_once_private_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MASTER_KEY_FILE);
+        assert!(MasterKey::read_file(&path).unwrap().is_none());
+
+        let key = MasterKey::generate();
+        key.write_new_file(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let read = MasterKey::read_file(&path)
+            .unwrap()
+            .expect("the file exists");
+        assert_eq!(*read.0, *key.0);
+        assert!(matches!(
+            MasterKey::generate().write_new_file(&path),
+            Err(MasterKeyError::Io(..))
+        ));
+
+        // Readable by others: refused.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(matches!(
+            MasterKey::read_file(&path),
+            Err(MasterKeyError::Permissions(_))
+        ));
+        // Another failure than a missing file is an error, not "no key".
+        let under_a_file = path.join("key");
+        assert!(matches!(
+            MasterKey::read_file(&under_a_file),
+            Err(MasterKeyError::Io(..))
+        ));
+    }
 }

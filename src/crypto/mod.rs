@@ -11,6 +11,8 @@
 //! derived once at start and unwrapped data keys are cached.
 
 mod keyring;
+#[cfg(test)]
+mod keyring_tests;
 mod master;
 mod store;
 
@@ -106,6 +108,15 @@ mod tests {
     fn aad_parts_are_length_prefixed() {
         // Without prefixes ("ab","c") and ("a","bc") would be the same bytes.
         assert_ne!(aad("d", &[b"ab", b"c"]), aad("d", &[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn keys_and_nonces_are_random() {
+        assert_ne!(*random_bytes::<32>(), *random_bytes::<32>());
+        let c = cipher(&random_bytes::<32>());
+        let (a, b) = (seal(&c, b"row", b"value"), seal(&c, b"row", b"value"));
+        assert_ne!(a.nonce, b.nonce);
+        assert_ne!(a.ciphertext, b.ciphertext);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 pub mod api;
 mod names;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 

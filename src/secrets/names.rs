@@ -229,6 +229,14 @@ mod tests {
     }
 
     #[test]
+    fn a_name_reads_back_as_itself() {
+        let name = EnvVarName::parse("API_KEY").unwrap();
+        assert_eq!(name.to_string(), "API_KEY");
+        assert_eq!(serde_json::to_string(&name).unwrap(), r#""API_KEY""#);
+        assert_eq!(String::from(name), "API_KEY");
+    }
+
+    #[test]
     fn an_invalid_name_is_not_echoed() {
         let pasted = "sk-live-pasted-into-the-name-field";
         let message = EnvVarName::parse(pasted).unwrap_err().to_string();
@@ -278,6 +286,7 @@ mod tests {
         let v = SecretValue::parse(&name, SecretString::from("  spaced\nlines \n")).unwrap();
         assert_eq!(v.expose(), "  spaced\nlines \n");
         assert!(SecretValue::parse(&name, SecretString::from("")).is_err());
+        assert_eq!(MAX_VALUE_BYTES, 65_536, "64 KiB, as documented");
         assert!(SecretValue::parse(&name, SecretString::from("x".repeat(MAX_VALUE_BYTES))).is_ok());
         let err = SecretValue::parse(&name, SecretString::from("x".repeat(MAX_VALUE_BYTES + 1)));
         assert!(matches!(

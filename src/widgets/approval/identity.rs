@@ -115,6 +115,10 @@ mod tests {
             identity("Write", &write),
             json!({ "file_path": "/a", "mode": 1 })
         );
+        assert_eq!(free_fields("Bash", &bash), ["description"]);
+        assert_eq!(free_fields("Write", &write), ["content"]);
+        assert!(free_fields("Bash", &json!({ "cmd": "ls" })).is_empty());
+        assert!(free_fields("mcp__x__y", &bash).is_empty());
         // Other tools, MCP tools, a lower-case name, a call without its key:
         // the whole input.
         for (tool, input) in [

@@ -535,6 +535,121 @@ mod tests {
     }
 
     #[test]
+    fn the_card_shows_the_free_fields_the_other_fields_and_the_decision() {
+        let described = bash(json!({ "command": "ls", "description": "d", "timeout": 5 }));
+        assert_eq!(described.free_fields(), ["description"]);
+        assert_eq!(
+            described.rest().as_deref(),
+            Some("{\n  \"description\": \"d\",\n  \"timeout\": 5\n}")
+        );
+        let bare = bash(json!({ "command": "ls" }));
+        assert!(bare.free_fields().is_empty());
+        assert_eq!(bare.rest(), None);
+        let other = ApprovalParams::parse(&input("deploy", json!({ "a": 1 }))).unwrap();
+        assert_eq!(other.rest(), None);
+        let form = DecisionForm {
+            decision: Decision::Deny,
+            reason: Some("no".into()),
+            pattern: None,
+        };
+        assert_eq!(
+            result(&form, "alice", None),
+            json!({ "decision": "deny", "answered_by": "alice", "reason": "no" })
+        );
+        let names: Vec<_> = [Decision::Deny, Decision::Once, Decision::Always]
+            .map(Decision::as_str)
+            .into();
+        assert_eq!(names, ["deny", "once", "always"]);
+    }
+
+    #[tokio::test]
+    async fn kept_rules_match_their_owner_tool_and_fields_until_revoked() {
+        let t = crate::testing::TestDb::new().await;
+        let mut conn = t.conn().await;
+        let alice = &t.alice.id;
+        let status = bash(json!({ "command": "git status", "description": "a" }));
+        let log = bash(json!({ "command": "git log -1", "description": "b" }));
+        assert!(
+            matching_rule(&mut conn, alice, &status)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        let exact = keep_rule(&mut conn, alice, alice, &status, None)
+            .await
+            .unwrap();
+        assert_eq!(exact.len(), 36, "a UUID: {exact}");
+        let again = keep_rule(&mut conn, alice, alice, &status, None)
+            .await
+            .unwrap();
+        assert_eq!(again, exact, "an identical rule is not kept twice");
+        let same = bash(json!({ "command": "git status", "description": "c" }));
+        let matched = matching_rule(&mut conn, alice, &same)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (matched.id.as_str(), matched.pattern),
+            (exact.as_str(), None)
+        );
+        assert!(
+            matching_rule(&mut conn, alice, &log)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let other_tool =
+            ApprovalParams::parse(&input("Shell", json!({ "command": "git status" }))).unwrap();
+        assert!(
+            matching_rule(&mut conn, alice, &other_tool)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        let like = keep_rule(&mut conn, alice, alice, &log, Some("git log *"))
+            .await
+            .unwrap();
+        assert_ne!(like, exact);
+        let matched = matching_rule(&mut conn, alice, &log)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(matched.id, like);
+        assert_eq!(
+            matched.result(),
+            json!({ "decision": "always", "rule_id": like, "automatic": true, "pattern": "git log *" })
+        );
+        let flagged = bash(json!({ "command": "git log -2", "dangerouslyDisableSandbox": true }));
+        assert!(
+            matching_rule(&mut conn, alice, &flagged)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        let listed: Vec<_> = list_rules(&mut conn, alice).await.unwrap();
+        let kinds: Vec<_> = listed.iter().map(|r| (&*r.id, &*r.match_kind)).collect();
+        assert_eq!(kinds.len(), 2);
+        assert!(
+            kinds.contains(&(exact.as_str(), "exact"))
+                && kinds.contains(&(like.as_str(), "pattern"))
+        );
+        assert_eq!(revoke_rule(&mut conn, alice, &like).await.unwrap(), "Bash");
+        assert!(
+            matching_rule(&mut conn, alice, &log)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(matches!(
+            revoke_rule(&mut conn, alice, &like).await,
+            Err(AppError::NotFound(_))
+        ));
+    }
+
+    #[test]
     fn a_kept_pattern_rule_is_shown_with_the_fields_it_holds_to() {
         let approved = bash(json!({ "command": "git status", "timeout": 5 }));
         let rule = ApprovalRule {
