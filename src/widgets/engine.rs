@@ -16,6 +16,7 @@ use super::{
 };
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
@@ -111,7 +112,7 @@ async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppRe
 /// Writes a new widget with its transcript message, `widget:created` event
 /// and audit row; a widget born terminal also gets its prompt at once.
 async fn insert_widget(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -387,7 +388,7 @@ struct Change<'a> {
 /// prompt, event and audit row. 409 with the current status if it was not
 /// pending any more.
 async fn transition(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -403,7 +404,7 @@ async fn transition(
 }
 
 async fn after_resolution(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -442,7 +443,7 @@ async fn after_resolution(
 
 /// Queues the webhook notices of a change, in its transaction.
 async fn notify(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -463,7 +464,7 @@ async fn notify(
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its
 /// kind; one this version cannot read still ends, with a generic prompt.
 async fn lapse(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     to: WidgetStatus,

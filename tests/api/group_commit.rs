@@ -89,10 +89,6 @@ async fn a_failing_member_rolls_back_alone_inside_a_shared_batch() {
 #[tokio::test]
 async fn a_failed_outer_commit_is_reported_to_every_member() {
     let (_dir, db) = scratch_db().await;
-    // A loaded machine may take more than the 5 ms a batch waits for
-    // joiners to queue the second member: the first would then commit (and
-    // fail) alone, and the second succeed in a batch of its own.
-    db.set_max_batch_age(Duration::from_secs(60));
     let mut first = db.begin_write().await.unwrap();
     sqlx::query("INSERT INTO child (id, parent) VALUES (1, 99)")
         .execute(&mut *first)
@@ -126,6 +122,38 @@ async fn a_failed_outer_commit_is_reported_to_every_member() {
     insert(&mut next, "after").await.unwrap();
     next.commit().await.unwrap();
     assert_eq!(keys(&db).await, ["after"]);
+}
+
+/// The batch is closed by its queue, not a timer: members that each take
+/// far longer than a few milliseconds still share the one `COMMIT` while
+/// others wait, so a broken member's batch fails for all of them.
+#[tokio::test]
+async fn a_batch_stays_open_while_its_queue_is_not_empty_however_long_it_takes() {
+    let (_dir, db) = scratch_db().await;
+    let mut first = db.begin_write().await.unwrap();
+    sqlx::query("INSERT INTO child (id, parent) VALUES (1, 99)")
+        .execute(&mut *first)
+        .await
+        .unwrap();
+    let queued = queue_writers(&db, 3).await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let mut done = vec![tokio::spawn(first.commit())];
+    for (n, member) in queued.into_iter().enumerate() {
+        let mut member = member.await.unwrap();
+        insert(&mut member, &format!("slow-{n}")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        done.push(tokio::spawn(member.commit()));
+    }
+    for (n, member) in done.into_iter().enumerate() {
+        assert!(
+            member.await.unwrap().is_err(),
+            "member {n} committed apart from the batch it joined"
+        );
+    }
+    assert!(
+        keys(&db).await.is_empty(),
+        "nothing of the failed batch stands"
+    );
 }
 
 #[tokio::test]
