@@ -108,7 +108,7 @@ pub async fn phase(
             let mut made = 0usize;
             let mut session = None;
             while Instant::now() < until {
-                if made % PER_SESSION == 0 {
+                if made.is_multiple_of(PER_SESSION) {
                     session = Some(sessions.next(&scene).await?);
                 }
                 let session = session.as_ref().expect("taken above");

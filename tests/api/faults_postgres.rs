@@ -58,11 +58,11 @@ async fn session(http: &reqwest::Client, url: &str, host: &str) -> (String, Stri
 /// answer in `seen`.
 async fn create_until(url: String, host: String, seen: Arc<Mutex<Seen>>, stop: Arc<Mutex<bool>>) {
     let http = client();
-    let mut made = 0;
+    let mut made = 0usize;
     let mut current = None;
     while !*stop.lock().unwrap() {
         // An agent may add 30 widgets at once: a fresh session before that.
-        if made % 25 == 0 {
+        if made.is_multiple_of(25) {
             current = Some(session(&http, &url, &host).await);
         }
         let (session, agent) = current.as_ref().unwrap();

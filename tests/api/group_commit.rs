@@ -183,3 +183,47 @@ async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
     tx.commit().await.unwrap();
     assert_eq!(keys(&db).await, ["a", "b", "c", "d"]);
 }
+
+/// The writer remembers the audit chain's head between its transactions:
+/// a member whose savepoint is undone, and another process appending to
+/// the same file (the CLI beside a running daemon), must not leave it
+/// chaining to a row that is not the last one.
+#[tokio::test]
+async fn the_remembered_audit_head_follows_undone_members_and_other_writers() {
+    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memo.db");
+    let daemon = Db::open(&path).await.unwrap();
+    daemon.migrate().await.unwrap();
+    let cli = Db::open(&path).await.unwrap();
+    async fn append(db: &Db, action: &'static str) -> widgetd::db::WriteTx {
+        let mut tx = db.begin_write().await.unwrap();
+        let entry = Entry {
+            action,
+            ..Default::default()
+        };
+        audit::append(&mut tx, &Actor::System, &ClientAddr::default(), entry)
+            .await
+            .unwrap();
+        tx
+    }
+    append(&daemon, "test.first").await.commit().await.unwrap();
+    drop(append(&daemon, "test.undone").await);
+    append(&daemon, "test.second").await.commit().await.unwrap();
+    append(&cli, "test.outside").await.commit().await.unwrap();
+    append(&daemon, "test.third").await.commit().await.unwrap();
+
+    let mut conn = daemon.read.acquire().await.unwrap();
+    let rows: Vec<String> = audit::list(&mut conn, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.action)
+        .collect();
+    assert_eq!(
+        rows,
+        ["test.first", "test.second", "test.outside", "test.third"]
+    );
+    let verified = audit::verify(&mut conn).await.unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
+}
