@@ -78,6 +78,7 @@ impl AppError {
             Self::Database(e) if crate::db::storage_unavailable(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
+            _ if self.connection_lost() => (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable"),
             Self::Database(e) if crate::db::is_corrupt(e) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "database_corrupt")
             }
@@ -92,16 +93,41 @@ const CORRUPT_MESSAGE: &str = "widgetd's database is damaged, so this was not an
     (nothing was changed and no data from the damaged part is served). The operator should stop \
     widgetd and run `widgetd check`, which says what is damaged and what to do";
 
+const CONNECTION_MESSAGE: &str = "widgetd lost its connection to the database (restarted or \
+    unreachable), so this may not have been done. It reconnects by itself: retry in a moment";
+
+/// Seconds a client is asked to wait after a lost database connection
+/// (widgetd reconnects at once) and after a full or read-only disk (an
+/// operator has to act).
+const RETRY_CONNECTION_SECS: u32 = 1;
+const RETRY_STORAGE_SECS: u32 = 30;
+
 const STORAGE_MESSAGE: &str = "widgetd could not write to its database: the disk is full or \
     read-only. Nothing was changed; retry once the operator has freed space or made the data \
     dir writable (reads keep working)";
 
 impl AppError {
+    /// Whether the database connection was lost ([`crate::db::connection_lost`]),
+    /// directly or under a wrapped error.
+    fn connection_lost(&self) -> bool {
+        match self {
+            Self::Database(e) => crate::db::connection_lost(e),
+            Self::Internal(e) => e
+                .chain()
+                .filter_map(|c| c.downcast_ref::<sqlx::Error>())
+                .any(crate::db::connection_lost),
+            _ => false,
+        }
+    }
+
     /// The status and the `{"error": {…}}` body of this error. Internal
     /// failures are logged here and get a generic message.
     pub fn to_body(&self) -> (StatusCode, serde_json::Value) {
         let (status, code) = self.status_and_code();
-        let message = if code == "storage_unavailable" {
+        let message = if code == "storage_unavailable" && self.connection_lost() {
+            tracing::error!(error = %self, "the database connection was lost");
+            CONNECTION_MESSAGE.to_owned()
+        } else if code == "storage_unavailable" {
             tracing::error!(error = %self, "the database could not be written");
             STORAGE_MESSAGE.to_owned()
         } else if code == "database_corrupt" {
@@ -131,6 +157,13 @@ pub struct ErrorCode(pub String);
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, body) = self.to_body();
+        let retry = match status {
+            StatusCode::SERVICE_UNAVAILABLE if self.connection_lost() => {
+                Some(RETRY_CONNECTION_SECS)
+            }
+            StatusCode::SERVICE_UNAVAILABLE => Some(RETRY_STORAGE_SECS),
+            _ => None,
+        };
         let code = body["error"]["code"]
             .as_str()
             .unwrap_or_default()
@@ -141,6 +174,9 @@ impl IntoResponse for AppError {
             response
                 .headers_mut()
                 .insert("www-authenticate", "Bearer".parse().expect("static header"));
+        }
+        if let Some(secs) = retry {
+            response.headers_mut().insert("retry-after", secs.into());
         }
         if let Self::RateLimited(secs) = self {
             response

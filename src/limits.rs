@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use sqlx::AnyConnection;
-
 use crate::clock;
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 
@@ -58,25 +57,37 @@ pub fn address_key(address: Option<&str>) -> String {
 /// Takes one attempt from every bucket in `keys`, inside the caller's write
 /// transaction; `Ok(Err(wait))` and nothing taken if any is empty.
 pub async fn take(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     keys: &[(String, Bucket)],
 ) -> sqlx::Result<Result<(), Duration>> {
-    take_at(conn, keys, clock::now_ms()).await
+    take_at(tx, keys, clock::now_ms()).await
+}
+
+/// A bucket's stored (tokens, updated_at): remembered by the SQLite writer,
+/// else read.
+async fn stored(tx: &mut WriteTx, key: &str) -> sqlx::Result<Option<(f64, i64)>> {
+    if let Some(level) = tx.memo().and_then(|memo| memo.bucket(key)) {
+        return Ok(Some(level));
+    }
+    let row = sqlx::query_as("SELECT tokens, updated_at FROM rate_limits WHERE key = $1")
+        .bind(key)
+        .fetch_optional(&mut **tx)
+        .await?;
+    if let (Some(memo), Some(level)) = (tx.memo(), row) {
+        memo.set_bucket(key, Some(level));
+    }
+    Ok(row)
 }
 
 /// [`take`] as of `now` (Unix milliseconds).
 async fn take_at(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     keys: &[(String, Bucket)],
     now: i64,
 ) -> sqlx::Result<Result<(), Duration>> {
     let mut levels = Vec::with_capacity(keys.len());
     for (key, bucket) in keys {
-        let row: Option<(f64, i64)> =
-            sqlx::query_as("SELECT tokens, updated_at FROM rate_limits WHERE key = $1")
-                .bind(key)
-                .fetch_optional(&mut *conn)
-                .await?;
+        let row = stored(tx, key).await?;
         let level = row.map_or(bucket.burst, |(tokens, at)| {
             let regained = (now - at).max(0) as f64 / 1000.0 * bucket.per_sec;
             (tokens + regained).min(bucket.burst)
@@ -95,27 +106,33 @@ async fn take_at(
         .bind(key)
         .bind(level - 1.0)
         .bind(now)
-        .execute(&mut *conn)
+        .execute(&mut **tx)
         .await?;
+        if let Some(memo) = tx.memo() {
+            memo.set_bucket(key, Some((level - 1.0, now)));
+        }
     }
     Ok(Ok(()))
 }
 
 /// Takes one request from `session`'s agent bucket, inside the caller's
 /// write transaction; `429 rate_limited` when it is empty.
-pub async fn take_agent(conn: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
+pub async fn take_agent(tx: &mut WriteTx, session: &SessionId) -> AppResult<()> {
     let key = format!("agent:{session}");
-    take(conn, &[(key, PER_AGENT)])
+    take(tx, &[(key, PER_AGENT)])
         .await?
         .map_err(|wait| AppError::RateLimited(wait.as_secs()))
 }
 
 /// Deletes buckets idle for an hour (full again by then); returns how many.
-pub async fn forget_idle(conn: &mut AnyConnection) -> sqlx::Result<u64> {
+pub async fn forget_idle(tx: &mut WriteTx) -> sqlx::Result<u64> {
     let done = sqlx::query("DELETE FROM rate_limits WHERE updated_at < $1")
         .bind(clock::now_ms() - IDLE_MS)
-        .execute(conn)
+        .execute(&mut **tx)
         .await?;
+    if let Some(memo) = tx.memo() {
+        memo.forget_buckets();
+    }
     Ok(done.rows_affected())
 }
 

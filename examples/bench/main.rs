@@ -7,11 +7,14 @@
 //! measures (each phase runs N seconds, default 3; progress on stderr):
 //! the one-fsync-per-commit ceiling of SQLite on the same disk, full round
 //! trips (agent creates an env_vars widget, the person submits the form, the
-//! host drains and acks) at concurrency 1, 8 and 64, MCP calls from 200
+//! host drains and acks) at concurrency 1, 8 and 64, creation alone at 1, 8
+//! and 64 with transactions per commit and daemon CPU per creation
+//! (`creation.rs`; on PostgreSQL also on two daemons), MCP calls from 200
 //! agents, authenticated reads, the memory of 10,000 idle event streams, and
 //! the daemon's idle memory and start time; on PostgreSQL also the server's
 //! own single-row commit rate. See docs/performance.md.
 
+mod creation;
 mod daemon;
 mod load;
 mod postgres;
@@ -123,6 +126,19 @@ async fn bench(
         );
     }
     out.insert("round_trips".into(), trips.into());
+    let pid = daemon.child.id();
+    out.insert("creation".into(), creation::run(&scene, pid, secs).await?);
+    if url.is_some() {
+        eprintln!("bench: creation on two daemons at concurrency 64 ({secs}s)");
+        let second = Daemon::start(bin, &data, url).await?;
+        let (urls, pids) = (
+            [daemon.url.clone(), second.url.clone()],
+            [pid, second.child.id()],
+        );
+        let both = creation::phase(&scene, &urls, &pids, 64, secs).await?;
+        second.stop()?;
+        out.insert("creation_two_daemons".into(), json!({ "c64": both }));
+    }
 
     eprintln!("bench: MCP with {MCP_AGENTS} agents ({secs}s)");
     let mcp = mcp_load(&scene, secs).await?;
@@ -402,6 +418,11 @@ fn report(out: &Value, json_out: bool) {
                     );
                 }
             }
+        } else if key.starts_with("creation") {
+            let (reference, name) = postgres.map_or((ceiling, "fsync ceiling"), |p| {
+                (p, "PostgreSQL single-client commits")
+            });
+            creation::print(key, value, reference, name);
         } else {
             println!("{key:<34} {value:>12}");
         }

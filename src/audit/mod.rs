@@ -14,6 +14,7 @@ use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::crypto::aad;
+use crate::db::WriteTx;
 use crate::ids::{SessionId, UserId};
 
 /// Who acted.
@@ -127,18 +128,24 @@ impl AuditRow {
     }
 }
 
-/// Appends `entry` inside the caller's transaction, chained to the last row.
+/// Appends `entry` inside the caller's transaction, chained to the last row
+/// (which the SQLite writer remembers; PostgreSQL reads it).
 pub async fn append(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     actor: &Actor,
     client: &ClientAddr,
     entry: Entry<'_>,
 ) -> sqlx::Result<()> {
-    let last: Option<(i64, Vec<u8>)> =
-        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
-    let (last_id, prev_hash) = last.unwrap_or((0, vec![0u8; 32]));
+    let remembered = tx
+        .memo()
+        .and_then(|memo| memo.audit_head().map(|(id, hash)| (id, hash.to_vec())));
+    let (last_id, prev_hash) = match remembered {
+        Some(head) => head,
+        None => sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut **tx)
+            .await?
+            .unwrap_or((0, vec![0u8; 32])),
+    };
     let mut row = AuditRow {
         id: last_id + 1,
         at: clock::now_ms(),
@@ -171,8 +178,11 @@ pub async fn append(
     .bind(&row.detail)
     .bind(&row.prev_hash)
     .bind(&row.hash)
-    .execute(conn)
+    .execute(&mut **tx)
     .await?;
+    if let Some(memo) = tx.memo() {
+        memo.set_audit_head(row.id, row.hash);
+    }
     Ok(())
 }
 

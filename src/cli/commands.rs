@@ -347,9 +347,9 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 /// Records what an operator did at the command line: actor `cli`, no
 /// client address, never a value.
 pub(super) async fn operator_audit(
-    conn: &mut sqlx::AnyConnection,
+    tx: &mut crate::db::WriteTx,
     entry: Entry<'_>,
 ) -> anyhow::Result<()> {
-    audit::append(conn, &Actor::Operator, &ClientAddr::default(), entry).await?;
+    audit::append(tx, &Actor::Operator, &ClientAddr::default(), entry).await?;
     Ok(())
 }

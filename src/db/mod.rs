@@ -12,6 +12,7 @@
 
 pub mod copy;
 pub mod integrity;
+mod memo;
 mod postgres;
 mod sqlite;
 pub mod stats;
@@ -27,7 +28,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::url::DatabaseUrl;
-pub use self::writer::WriteTx;
+pub use self::writer::{Memo, WriteTx};
 pub use types::Flag;
 pub(crate) use types::text_enum;
 
@@ -152,14 +153,6 @@ impl Db {
         self.writer.queued()
     }
 
-    /// Lets a SQLite batch stay open up to `age` while others wait to join
-    /// it (5 ms by default). Only for tests that need several members in
-    /// one batch on a machine too busy to gather them within 5 ms.
-    #[doc(hidden)]
-    pub fn set_max_batch_age(&self, age: std::time::Duration) {
-        self.writer.set_max_age(age);
-    }
-
     /// Whether the schema exists yet (false on a brand-new database).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
         let sql = match self.backend {
@@ -273,6 +266,30 @@ pub fn storage_unavailable(err: &sqlx::Error) -> bool {
             io.kind(),
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
         ),
+        _ => false,
+    }
+}
+
+/// Whether the database could not be reached: the connection was lost
+/// (PostgreSQL restarted, its backend terminated by an administrator), the
+/// server refused new connections for now, or none could be had in time.
+/// The pool replaces lost connections by itself, so the request can be
+/// retried at once.
+pub fn connection_lost(err: &sqlx::Error) -> bool {
+    use std::io::ErrorKind;
+    match err {
+        sqlx::Error::Database(db) => postgres::is_connection_error(db.as_ref()),
+        sqlx::Error::Io(io) => matches!(
+            io.kind(),
+            ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::ConnectionRefused
+                | ErrorKind::BrokenPipe
+                | ErrorKind::UnexpectedEof
+                | ErrorKind::NotConnected
+                | ErrorKind::TimedOut
+        ),
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
         _ => false,
     }
 }

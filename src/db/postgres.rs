@@ -99,6 +99,17 @@ pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static))
         .is_some_and(|e| matches!(e.code(), "53100" | "25006"))
 }
 
+/// PostgreSQL's connection_exception class (08…), admin_shutdown (57P01,
+/// `pg_terminate_backend` or a fast shutdown), crash_shutdown (57P02),
+/// cannot_connect_now (57P03, starting up) and too_many_connections
+/// (53300).
+pub(super) fn is_connection_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some_and(|e| {
+            e.code().starts_with("08") || matches!(e.code(), "57P01" | "57P02" | "57P03" | "53300")
+        })
+}
+
 /// The channel on which every daemon hears which session changed.
 const CHANGES: &str = "widgetd_changes";
 

@@ -2,6 +2,7 @@
 //! secure delete on, a single writer connection and a few readers.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -18,7 +19,17 @@ const PRAGMAS: &[&str] = &[
     // Deleted or replaced ciphertexts are overwritten with zeros.
     "PRAGMA secure_delete = ON",
     "PRAGMA busy_timeout = 10000",
+    // Savepoint undo journals and sorts stay off the disk.
+    "PRAGMA temp_store = MEMORY",
 ];
+
+/// Connections opened since the start (by every pool of the process): the
+/// writer forgets its memo when its connection may have been replaced.
+static OPENED: AtomicU64 = AtomicU64::new(0);
+
+pub(super) fn connections_opened() -> u64 {
+    OPENED.load(Ordering::SeqCst)
+}
 
 /// Opens the file at `path` (created with mode 0600 if missing): the read
 /// pool and the single-connection write pool.
@@ -46,6 +57,7 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
             .max_connections(connections)
             .after_connect(|conn, _| {
                 Box::pin(async move {
+                    OPENED.fetch_add(1, Ordering::SeqCst);
                     for pragma in PRAGMAS {
                         sqlx::query(pragma).execute(&mut *conn).await?;
                     }

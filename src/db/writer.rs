@@ -2,13 +2,22 @@
 //!
 //! The single write connection sits behind a fair (first come, first served)
 //! lock. The first request to take it opens a batch with `BEGIN IMMEDIATE`;
-//! every request runs inside its own `SAVEPOINT`. A request that commits
-//! releases its savepoint and hands the connection on; the batch's outer
-//! `COMMIT` (the fsync at `synchronous=FULL`) is issued when nobody else is
-//! waiting for the connection, so an idle daemon never waits on a timer, or
-//! when the batch is full or old, so nobody starves. Each member hears back
-//! only after that outer `COMMIT`: success means durable, and a failed
-//! `COMMIT` is reported to every member of the batch.
+//! every request runs inside its own `SAVEPOINT`, whole transactions back to
+//! back. A request that commits releases its savepoint and hands the
+//! connection on; the batch's outer `COMMIT` (the fsync at
+//! `synchronous=FULL`) is issued by the queue, not a timer: when nobody else
+//! is waiting for the connection (so an idle daemon commits at once), or
+//! when the batch is full ([`MAX_MEMBERS`], so nobody waits on an endless
+//! batch). Each member hears back only after that outer `COMMIT`: success
+//! means durable, and a failed `COMMIT` is reported to every member of the
+//! batch.
+//!
+//! Each hop to SQLite's worker thread costs more CPU than most statements
+//! it carries, so the writer spends as few as it can: a batch opens with
+//! one (`BEGIN IMMEDIATE; SAVEPOINT member; PRAGMA data_version`), a member
+//! that hands on releases its savepoint and opens the next one in one, and
+//! the last member's `COMMIT` releases its savepoint with the batch. The
+//! writer also keeps the rows only it writes in memory (`memo.rs`).
 //!
 //! On PostgreSQL there is no batch: each write transaction is a plain
 //! transaction that takes the deployment's write lock (`postgres.rs`), and
@@ -16,18 +25,16 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, Executor, Row, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
+
+pub use super::memo::Memo;
 
 /// A batch this large commits at once, however many are waiting.
 const MAX_MEMBERS: usize = 64;
-/// A batch this old commits at once, however many are waiting (tests may
-/// raise it: [`Writer::set_max_age`]).
-const MAX_AGE: Duration = Duration::from_millis(5);
 
 /// Why a batch failed: the kind of the error (so a full disk still reads as
 /// one to every member) and its text.
@@ -42,8 +49,6 @@ pub(crate) struct Writer {
     state: Arc<Mutex<State>>,
     /// Tasks waiting for the lock; zero means nobody would join the batch.
     queued: AtomicUsize,
-    /// [`MAX_AGE`] unless a test changed it, in microseconds.
-    max_age_us: AtomicU64,
 }
 
 impl std::fmt::Debug for Writer {
@@ -61,13 +66,19 @@ struct State {
     /// A member's savepoint is open (its guard is alive, or it was dropped
     /// where its undo could not be scheduled).
     in_savepoint: bool,
+    /// The next member's savepoint is already open (opened in the same hop
+    /// that released the last one).
+    spare: bool,
     next_id: u64,
+    memo: Memo,
+    /// (connections opened, `data_version`) as the last batch began: when
+    /// either moved, someone else may have changed what the memo holds.
+    seen: Option<(u64, i64)>,
 }
 
 struct Batch {
     id: u64,
     members: usize,
-    started: Instant,
     /// A task is already queued to commit this batch.
     finisher: bool,
     done: watch::Sender<Outcome>,
@@ -79,24 +90,17 @@ impl Writer {
             conn: None,
             batch: None,
             in_savepoint: false,
+            spare: false,
             next_id: 0,
+            memo: Memo::default(),
+            seen: None,
         };
         Self {
             backend,
             pool,
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
-            max_age_us: AtomicU64::new(MAX_AGE.as_micros() as u64),
         }
-    }
-
-    pub(crate) fn set_max_age(&self, age: Duration) {
-        let us = u64::try_from(age.as_micros()).unwrap_or(u64::MAX);
-        self.max_age_us.store(us, Ordering::SeqCst);
-    }
-
-    fn max_age(&self) -> Duration {
-        Duration::from_micros(self.max_age_us.load(Ordering::SeqCst))
     }
 
     pub(crate) fn queued(&self) -> usize {
@@ -160,6 +164,15 @@ impl WriteTx {
                 }
                 done
             }
+        }
+    }
+
+    /// The writer's memory of the rows it owns (`memo.rs`): on SQLite only;
+    /// `None` on PostgreSQL, where every transaction reads them.
+    pub fn memo(&mut self) -> Option<&mut Memo> {
+        match &mut self.0 {
+            Inner::Member(member) => member.guard.as_mut().map(|state| &mut state.memo),
+            Inner::Postgres(_) => None,
         }
     }
 
@@ -279,23 +292,24 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
     let mut guard = writer.lock().await;
     let state = &mut *guard;
     if state.in_savepoint {
-        let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
-        if let Err(e) = undo_savepoint(conn).await {
+        // A member dropped where its undo could not be scheduled.
+        if let Err(e) = undo_member(state, false).await {
             abort_batch(state, &e).await;
         }
-        state.in_savepoint = false;
     }
     if state.batch.is_none() {
         open_batch(&writer.pool, state).await?;
+    } else if !state.spare {
+        let conn = state
+            .conn
+            .as_mut()
+            .expect("an open batch holds the connection");
+        if let Err(e) = sqlx::query("SAVEPOINT member").execute(&mut **conn).await {
+            abort_batch(state, &e).await;
+            return Err(e);
+        }
     }
-    let conn = state
-        .conn
-        .as_mut()
-        .expect("an open batch holds the connection");
-    if let Err(e) = sqlx::query("SAVEPOINT member").execute(&mut **conn).await {
-        abort_batch(state, &e).await;
-        return Err(e);
-    }
+    state.spare = false;
     state.in_savepoint = true;
     let batch = state.batch.as_mut().expect("opened above");
     batch.members += 1;
@@ -307,23 +321,44 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
     })
 }
 
+/// `BEGIN IMMEDIATE` with the first member's savepoint, in one hop; the
+/// memo is forgotten if another connection wrote since the last batch.
 async fn open_batch(pool: &AnyPool, state: &mut State) -> sqlx::Result<()> {
     let mut conn = pool.acquire().await?;
-    if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
-        // A connection that met a read-only disk may have been reopened
-        // read-only by SQLite and would stay so once the disk is writable
-        // again: the next batch gets a new one.
-        if super::storage_unavailable(&e) {
-            conn.close_on_drop();
+    let opened = super::sqlite::connections_opened();
+    let begun = conn
+        .fetch_all(sqlx::raw_sql(
+            "BEGIN IMMEDIATE; SAVEPOINT member; PRAGMA data_version",
+        ))
+        .await;
+    let version = match begun {
+        Ok(rows) => rows.first().map_or(Ok(0), |row| row.try_get::<i64, _>(0)),
+        Err(e) => Err(e),
+    };
+    let version = match version {
+        Ok(version) => version,
+        Err(e) => {
+            // BEGIN may have run before what failed.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            // A connection that met a read-only disk may have been reopened
+            // read-only by SQLite and would stay so once the disk is
+            // writable again: the next batch gets a new one.
+            if super::storage_unavailable(&e) {
+                conn.close_on_drop();
+            }
+            return Err(e);
         }
-        return Err(e);
+    };
+    if state.seen != Some((opened, version)) {
+        state.memo.forget();
+        state.seen = Some((opened, version));
     }
     state.next_id += 1;
     state.conn = Some(conn);
+    state.spare = true;
     state.batch = Some(Batch {
         id: state.next_id,
         members: 0,
-        started: Instant::now(),
         finisher: false,
         done: watch::channel(None).0,
     });
@@ -338,16 +373,28 @@ async fn leave(
     keep: bool,
 ) -> sqlx::Result<()> {
     let state = &mut *guard;
-    let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+    let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
+    let close = writer.queued.load(Ordering::SeqCst) == 0 || batch.members >= MAX_MEMBERS;
+    if keep && close {
+        // COMMIT releases the member's savepoint with the whole batch.
+        state.in_savepoint = false;
+        state.memo.keep_member();
+        commit_batch(state).await;
+        return Ok(());
+    }
     let ended = if keep {
-        sqlx::query("RELEASE member")
-            .execute(&mut **conn)
+        let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+        let released = conn
+            .execute(sqlx::raw_sql("RELEASE member; SAVEPOINT member"))
             .await
-            .map(drop)
+            .map(drop);
+        state.in_savepoint = false;
+        state.memo.keep_member();
+        state.spare = released.is_ok();
+        released
     } else {
-        undo_savepoint(conn).await
+        undo_member(state, !close).await
     };
-    state.in_savepoint = false;
     if let Err(e) = ended {
         // The savepoint is gone only when SQLite rolled back the whole
         // transaction (disk full, I/O error): nothing in the batch stands.
@@ -355,9 +402,7 @@ async fn leave(
         return Err(e);
     }
     let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
-    let nobody_waiting = writer.queued.load(Ordering::SeqCst) == 0;
-    if nobody_waiting || batch.members >= MAX_MEMBERS || batch.started.elapsed() >= writer.max_age()
-    {
+    if close {
         commit_batch(state).await;
     } else if !batch.finisher {
         // Queued behind those already waiting: they join this batch first.
@@ -372,29 +417,37 @@ async fn finish(writer: Arc<Writer>, id: u64) {
     let mut guard = writer.lock().await;
     let state = &mut *guard;
     if state.batch.as_ref().is_some_and(|b| b.id == id) {
-        if state.in_savepoint {
-            let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
-            if let Err(e) = undo_savepoint(conn).await {
-                abort_batch(state, &e).await;
-                return;
-            }
-            state.in_savepoint = false;
+        if state.in_savepoint
+            && let Err(e) = undo_member(state, false).await
+        {
+            abort_batch(state, &e).await;
+            return;
         }
         commit_batch(state).await;
     }
 }
 
-async fn undo_savepoint(conn: &mut AnyConnection) -> sqlx::Result<()> {
-    sqlx::query("ROLLBACK TO member")
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("RELEASE member").execute(&mut *conn).await?;
-    Ok(())
+/// Undoes the open member's savepoint and what it changed in the memo, in
+/// one hop; with `spare`, opens the next member's savepoint in it too.
+async fn undo_member(state: &mut State, spare: bool) -> sqlx::Result<()> {
+    let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
+    let sql = if spare {
+        "ROLLBACK TO member; RELEASE member; SAVEPOINT member"
+    } else {
+        "ROLLBACK TO member; RELEASE member"
+    };
+    let undone = conn.execute(sqlx::raw_sql(sql)).await.map(drop);
+    state.in_savepoint = false;
+    state.memo.undo_member();
+    state.spare = spare && undone.is_ok();
+    undone
 }
 
-/// The outer `COMMIT`, then every member hears how it went.
+/// The outer `COMMIT` (which also ends any savepoint still open), then
+/// every member hears how it went.
 async fn commit_batch(state: &mut State) {
     let batch = state.batch.take().expect("commit of an open batch");
+    state.spare = false;
     let mut conn = state
         .conn
         .take()
@@ -408,6 +461,7 @@ async fn commit_batch(state: &mut State) {
         Err(e) => {
             super::stats::WRITES.failed();
             tracing::error!(error = %e, members = batch.members, "a group commit failed");
+            state.memo.forget();
             // A failed COMMIT can leave the transaction open; after a full
             // or read-only disk, the next batch starts on a new connection.
             let rolled_back = sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
@@ -425,6 +479,8 @@ async fn abort_batch(state: &mut State, why: &sqlx::Error) {
     super::stats::WRITES.failed();
     tracing::error!(error = %why, "a write batch was rolled back");
     state.in_savepoint = false;
+    state.spare = false;
+    state.memo.forget();
     if let Some(mut conn) = state.conn.take()
         && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
     {

@@ -216,7 +216,7 @@ async fn delete_env_var(
 
 /// Records a change to a user's vault: names and scope, never the value.
 pub async fn audit_env(
-    conn: &mut sqlx::AnyConnection,
+    tx: &mut crate::db::WriteTx,
     action: &'static str,
     user: &UserId,
     client: &ClientAddr,
@@ -230,6 +230,6 @@ pub async fn audit_env(
         scope: Some(target.scope()),
         ..Default::default()
     };
-    audit::append(conn, &Actor::User(user.clone()), client, entry).await?;
+    audit::append(tx, &Actor::User(user.clone()), client, entry).await?;
     Ok(())
 }

@@ -110,7 +110,7 @@ async fn list_deliveries(
 /// A `webhook.create` / `webhook.delete` row: the endpoint and the host it
 /// points at (a Slack URL's path is itself a credential, so not the URL).
 pub(super) async fn audit_change(
-    conn: &mut sqlx::AnyConnection,
+    tx: &mut crate::db::WriteTx,
     action: &'static str,
     user: &UserId,
     client: &ClientAddr,
@@ -131,5 +131,5 @@ pub(super) async fn audit_change(
         detail: Some(detail),
         ..Default::default()
     };
-    audit::append(conn, &Actor::User(user.clone()), client, entry).await
+    audit::append(tx, &Actor::User(user.clone()), client, entry).await
 }

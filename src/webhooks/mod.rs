@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use crate::crypto::{Keyring, aad, random_bytes};
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::{Settings, clock};
@@ -113,7 +114,7 @@ fn check_url(url: &str) -> AppResult<String> {
 
 /// Adds an endpoint for `owner`; the secret (`whsec_…`) is returned once.
 pub async fn create_endpoint(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     keyring: &Keyring,
     owner: &UserId,
     url: &str,
@@ -124,7 +125,7 @@ pub async fn create_endpoint(
     let count: i64 =
         sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE owner_id = $1")
             .bind(owner)
-            .fetch_one(&mut *conn)
+            .fetch_one(&mut **tx)
             .await?;
     if count >= MAX_ENDPOINTS {
         return Err(AppError::Conflict {
@@ -132,7 +133,7 @@ pub async fn create_endpoint(
             message: format!("a user has at most {MAX_ENDPOINTS} webhooks; delete one first"),
         });
     }
-    let key = keyring.for_write(conn).await.map_err(anyhow::Error::from)?;
+    let key = keyring.for_write(tx).await.map_err(anyhow::Error::from)?;
     let id = uuid::Uuid::new_v4().to_string();
     let raw = random_bytes::<32>();
     let sealed = key.seal(&endpoint_aad(&id, owner, key.id), raw.as_ref());
@@ -149,8 +150,11 @@ pub async fn create_endpoint(
     .bind(&sealed.nonce)
     .bind(&sealed.ciphertext)
     .bind(created_at)
-    .execute(conn)
+    .execute(&mut **tx)
     .await?;
+    if let Some(memo) = tx.memo() {
+        memo.set_any_endpoints(Some(true));
+    }
     use base64::Engine;
     let secret = format!(
         "whsec_{}",
@@ -182,16 +186,15 @@ pub async fn list_endpoints(
 
 /// Deletes one of the owner's endpoints (and its undelivered notices);
 /// returns whether there was one.
-pub async fn delete_endpoint(
-    conn: &mut AnyConnection,
-    owner: &UserId,
-    id: &str,
-) -> sqlx::Result<bool> {
+pub async fn delete_endpoint(tx: &mut WriteTx, owner: &UserId, id: &str) -> sqlx::Result<bool> {
     let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND owner_id = $2")
         .bind(id)
         .bind(owner)
-        .execute(conn)
+        .execute(&mut **tx)
         .await?;
+    if let Some(memo) = tx.memo() {
+        memo.set_any_endpoints(None);
+    }
     Ok(done.rows_affected() > 0)
 }
 
@@ -207,12 +210,32 @@ pub struct Notice<'a> {
 }
 
 /// Queues `notice` for every endpoint of the session's creator, inside the
-/// caller's transaction.
+/// caller's transaction. The SQLite writer remembers whether any endpoint
+/// exists at all, so a deployment without webhooks looks for none.
 pub async fn enqueue(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     settings: &Settings,
     notice: &Notice<'_>,
 ) -> sqlx::Result<()> {
+    if tx.memo().is_some() {
+        let any = match tx.memo().and_then(|memo| memo.any_endpoints()) {
+            Some(any) => any,
+            None => {
+                let any: Option<i32> =
+                    sqlx::query_scalar("SELECT 1 FROM webhook_endpoints LIMIT 1")
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                if let Some(memo) = tx.memo() {
+                    memo.set_any_endpoints(Some(any.is_some()));
+                }
+                any.is_some()
+            }
+        };
+        if !any {
+            return Ok(());
+        }
+    }
+    let conn: &mut AnyConnection = tx;
     let targets: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT e.id, e.format, s.title FROM webhook_endpoints e \
          JOIN sessions s ON s.creator_id = e.owner_id WHERE s.id = $1",

@@ -13,6 +13,7 @@ use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::sessions::{self, Session};
@@ -119,7 +120,7 @@ async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppRe
 /// Writes a new widget with its transcript message, `widget:created` event
 /// and audit row; a widget born terminal also gets its prompt at once.
 async fn insert_widget(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,

@@ -15,6 +15,7 @@ use super::kind::{
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store, typed};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
@@ -274,7 +275,7 @@ pub(super) struct Change<'a> {
 /// prompt, event and audit row. 409 with the current status if it was not
 /// pending any more.
 pub(super) async fn transition(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -290,7 +291,7 @@ pub(super) async fn transition(
 }
 
 pub(super) async fn after_resolution(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -339,7 +340,7 @@ pub(super) async fn after_resolution(
 /// Queues the webhook notices and Slack messages of a change, in its
 /// transaction.
 pub(super) async fn notify(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -366,7 +367,7 @@ pub(super) async fn notify(
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its
 /// kind; one this version cannot read still ends, with a generic prompt.
 async fn lapse(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     to: WidgetStatus,

@@ -17,6 +17,7 @@ use super::kind;
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, get_widget, store, typed};
 use crate::AppState;
 use crate::api::parse_value;
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::prompts;
@@ -125,7 +126,7 @@ pub fn split(args: &mut Map<String, Value>, ttl_ms: i64) -> AppResult<Life> {
 /// widget_not_pending` when a person answered first: the engine's guarded
 /// transition lets one of them win.
 pub(super) async fn withdraw(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     widget: &WidgetRow,
     reason: Option<&str>,
@@ -158,7 +159,7 @@ pub(super) async fn withdraw(
 /// it must be a widget of the same session (another session's is not
 /// found) and still pending.
 pub(super) async fn replace(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     state: &AppState,
     session: &SessionId,
     (old, reason): &(WidgetId, Option<String>),

@@ -4,6 +4,7 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::{WidgetId, WidgetStatus};
+use crate::db::Dialect;
 use crate::ids::{SessionId, UserId};
 
 /// A widget row.
@@ -23,31 +24,44 @@ pub struct WidgetRow {
 
 const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
-/// Inserts a widget and its transcript message.
+/// Inserts a widget and its transcript message: on SQLite both in one
+/// statement list (one hop to its worker thread; `$N` names the same
+/// argument in both), on PostgreSQL, which prepares one statement at a
+/// time, one after the other.
 pub(super) async fn insert(conn: &mut AnyConnection, w: &WidgetRow) -> sqlx::Result<()> {
-    sqlx::query(&format!(
-        "INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-    ))
-    .bind(&w.id)
-    .bind(&w.session_id)
-    .bind(&w.kind)
-    .bind(&w.params)
-    .bind(w.status)
-    .bind(&w.result)
-    .bind(w.created_at)
-    .bind(w.expires_at)
-    .bind(w.resolved_at)
-    .bind(&w.resolved_by)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES ($1, 'widget', 'agent', $2, $3)",
-    )
-    .bind(&w.session_id)
-    .bind(&w.id)
-    .bind(w.created_at)
-    .execute(conn)
-    .await?;
+    const MESSAGE: &str = "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
+                           VALUES ($2, 'widget', 'agent', $1, $7)";
+    let widget =
+        format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
+    let together = Dialect::of(conn) == Dialect::Sqlite;
+    let sql = if together {
+        format!("{widget}; {MESSAGE}")
+    } else {
+        widget
+    };
+    sqlx::query(&sql)
+        .bind(&w.id)
+        .bind(&w.session_id)
+        .bind(&w.kind)
+        .bind(&w.params)
+        .bind(w.status)
+        .bind(&w.result)
+        .bind(w.created_at)
+        .bind(w.expires_at)
+        .bind(w.resolved_at)
+        .bind(&w.resolved_by)
+        .execute(&mut *conn)
+        .await?;
+    if !together {
+        sqlx::query(
+            "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES ($1, 'widget', 'agent', $2, $3)",
+        )
+        .bind(&w.session_id)
+        .bind(&w.id)
+        .bind(w.created_at)
+        .execute(conn)
+        .await?;
+    }
     Ok(())
 }
 

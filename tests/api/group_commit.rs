@@ -89,10 +89,6 @@ async fn a_failing_member_rolls_back_alone_inside_a_shared_batch() {
 #[tokio::test]
 async fn a_failed_outer_commit_is_reported_to_every_member() {
     let (_dir, db) = scratch_db().await;
-    // A loaded machine may take more than the 5 ms a batch waits for
-    // joiners to queue the second member: the first would then commit (and
-    // fail) alone, and the second succeed in a batch of its own.
-    db.set_max_batch_age(Duration::from_secs(60));
     let mut first = db.begin_write().await.unwrap();
     sqlx::query("INSERT INTO child (id, parent) VALUES (1, 99)")
         .execute(&mut *first)
@@ -128,6 +124,38 @@ async fn a_failed_outer_commit_is_reported_to_every_member() {
     assert_eq!(keys(&db).await, ["after"]);
 }
 
+/// The batch is closed by its queue, not a timer: members that each take
+/// far longer than a few milliseconds still share the one `COMMIT` while
+/// others wait, so a broken member's batch fails for all of them.
+#[tokio::test]
+async fn a_batch_stays_open_while_its_queue_is_not_empty_however_long_it_takes() {
+    let (_dir, db) = scratch_db().await;
+    let mut first = db.begin_write().await.unwrap();
+    sqlx::query("INSERT INTO child (id, parent) VALUES (1, 99)")
+        .execute(&mut *first)
+        .await
+        .unwrap();
+    let queued = queue_writers(&db, 3).await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let mut done = vec![tokio::spawn(first.commit())];
+    for (n, member) in queued.into_iter().enumerate() {
+        let mut member = member.await.unwrap();
+        insert(&mut member, &format!("slow-{n}")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        done.push(tokio::spawn(member.commit()));
+    }
+    for (n, member) in done.into_iter().enumerate() {
+        assert!(
+            member.await.unwrap().is_err(),
+            "member {n} committed apart from the batch it joined"
+        );
+    }
+    assert!(
+        keys(&db).await.is_empty(),
+        "nothing of the failed batch stands"
+    );
+}
+
 #[tokio::test]
 async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
     let (_dir, db) = scratch_db().await;
@@ -154,4 +182,48 @@ async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
     insert(&mut tx, "d").await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(keys(&db).await, ["a", "b", "c", "d"]);
+}
+
+/// The writer remembers the audit chain's head between its transactions:
+/// a member whose savepoint is undone, and another process appending to
+/// the same file (the CLI beside a running daemon), must not leave it
+/// chaining to a row that is not the last one.
+#[tokio::test]
+async fn the_remembered_audit_head_follows_undone_members_and_other_writers() {
+    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memo.db");
+    let daemon = Db::open(&path).await.unwrap();
+    daemon.migrate().await.unwrap();
+    let cli = Db::open(&path).await.unwrap();
+    async fn append(db: &Db, action: &'static str) -> widgetd::db::WriteTx {
+        let mut tx = db.begin_write().await.unwrap();
+        let entry = Entry {
+            action,
+            ..Default::default()
+        };
+        audit::append(&mut tx, &Actor::System, &ClientAddr::default(), entry)
+            .await
+            .unwrap();
+        tx
+    }
+    append(&daemon, "test.first").await.commit().await.unwrap();
+    drop(append(&daemon, "test.undone").await);
+    append(&daemon, "test.second").await.commit().await.unwrap();
+    append(&cli, "test.outside").await.commit().await.unwrap();
+    append(&daemon, "test.third").await.commit().await.unwrap();
+
+    let mut conn = daemon.read.acquire().await.unwrap();
+    let rows: Vec<String> = audit::list(&mut conn, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.action)
+        .collect();
+    assert_eq!(
+        rows,
+        ["test.first", "test.second", "test.outside", "test.third"]
+    );
+    let verified = audit::verify(&mut conn).await.unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
 }

@@ -25,6 +25,7 @@ mod elicitation;
 mod env_api;
 mod exec;
 mod faults;
+mod faults_postgres;
 mod forwarded;
 mod group_commit;
 mod helpers;

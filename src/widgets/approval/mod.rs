@@ -551,10 +551,12 @@ mod tests {
             decision: Decision::Deny,
             reason: Some("no".into()),
             pattern: None,
+            scope: RuleScope::All,
+            edited: None,
         };
         assert_eq!(
             result(&form, "alice", None),
-            json!({ "decision": "deny", "answered_by": "alice", "reason": "no" })
+            json!({ "decision": "deny", "answered_by": "alice", "reason": "no", "comment": "no" })
         );
         let names: Vec<_> = [Decision::Deny, Decision::Once, Decision::Always]
             .map(Decision::as_str)
@@ -567,25 +569,31 @@ mod tests {
         let t = crate::testing::TestDb::new().await;
         let mut conn = t.conn().await;
         let alice = &t.alice.id;
+        let session = &t.session;
+        let everywhere = |user| RuleOwner {
+            owner: user,
+            by: user,
+            session: None,
+        };
         let status = bash(json!({ "command": "git status", "description": "a" }));
         let log = bash(json!({ "command": "git log -1", "description": "b" }));
         assert!(
-            matching_rule(&mut conn, alice, &status)
+            matching_rule(&mut conn, alice, session, &status)
                 .await
                 .unwrap()
                 .is_none()
         );
 
-        let exact = keep_rule(&mut conn, alice, alice, &status, None)
+        let exact = keep_rule(&mut conn, everywhere(alice), &status, None)
             .await
             .unwrap();
         assert_eq!(exact.len(), 36, "a UUID: {exact}");
-        let again = keep_rule(&mut conn, alice, alice, &status, None)
+        let again = keep_rule(&mut conn, everywhere(alice), &status, None)
             .await
             .unwrap();
         assert_eq!(again, exact, "an identical rule is not kept twice");
         let same = bash(json!({ "command": "git status", "description": "c" }));
-        let matched = matching_rule(&mut conn, alice, &same)
+        let matched = matching_rule(&mut conn, alice, session, &same)
             .await
             .unwrap()
             .unwrap();
@@ -594,7 +602,7 @@ mod tests {
             (exact.as_str(), None)
         );
         assert!(
-            matching_rule(&mut conn, alice, &log)
+            matching_rule(&mut conn, alice, session, &log)
                 .await
                 .unwrap()
                 .is_none()
@@ -602,17 +610,17 @@ mod tests {
         let other_tool =
             ApprovalParams::parse(&input("Shell", json!({ "command": "git status" }))).unwrap();
         assert!(
-            matching_rule(&mut conn, alice, &other_tool)
+            matching_rule(&mut conn, alice, session, &other_tool)
                 .await
                 .unwrap()
                 .is_none()
         );
 
-        let like = keep_rule(&mut conn, alice, alice, &log, Some("git log *"))
+        let like = keep_rule(&mut conn, everywhere(alice), &log, Some("git log *"))
             .await
             .unwrap();
         assert_ne!(like, exact);
-        let matched = matching_rule(&mut conn, alice, &log)
+        let matched = matching_rule(&mut conn, alice, session, &log)
             .await
             .unwrap()
             .unwrap();
@@ -623,7 +631,7 @@ mod tests {
         );
         let flagged = bash(json!({ "command": "git log -2", "dangerouslyDisableSandbox": true }));
         assert!(
-            matching_rule(&mut conn, alice, &flagged)
+            matching_rule(&mut conn, alice, session, &flagged)
                 .await
                 .unwrap()
                 .is_none()
@@ -638,7 +646,7 @@ mod tests {
         );
         assert_eq!(revoke_rule(&mut conn, alice, &like).await.unwrap(), "Bash");
         assert!(
-            matching_rule(&mut conn, alice, &log)
+            matching_rule(&mut conn, alice, session, &log)
                 .await
                 .unwrap()
                 .is_none()

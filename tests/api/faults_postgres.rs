@@ -1,0 +1,199 @@
+//! Two real daemons on PostgreSQL under load while an administrator cuts
+//! every one of their database connections (`pg_terminate_backend`): the
+//! requests caught by the cut are answered `503 storage_unavailable` with
+//! `Retry-After`, never `500`; the daemons reconnect by themselves;
+//! nothing acknowledged is lost; the audit chain verifies.
+//!
+//! Runs on the server of `WIDGETD_TEST_POSTGRES` (else the one on
+//! 127.0.0.1:5432) whatever the other tests run on. The server itself is
+//! not restarted: that would disturb every other test using it.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, client, widgetd};
+use crate::throughput::Driver;
+
+/// What the load saw.
+#[derive(Default)]
+struct Seen {
+    /// Widgets whose creation was answered 201.
+    acknowledged: Vec<String>,
+    /// 503 answers, and how many of them lacked `Retry-After` or the code.
+    unavailable: usize,
+    malformed_503: Vec<String>,
+    /// Any other answer that is not a success (status and body).
+    other: Vec<String>,
+}
+
+/// An agent's session, retried while the database is cut off.
+async fn session(http: &reqwest::Client, url: &str, host: &str) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = http
+            .post(format!("{url}/api/v1/sessions"))
+            .bearer_auth(host)
+            .json(&json!({ "title": "fault" }))
+            .send()
+            .await;
+        if let Ok(r) = r
+            && r.status() == StatusCode::CREATED
+        {
+            let body: Value = r.json().await.unwrap();
+            return (
+                body["session_id"].as_str().unwrap().to_owned(),
+                body["agent_token"].as_str().unwrap().to_owned(),
+            );
+        }
+        assert!(Instant::now() < deadline, "no session could be created");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Creates widgets on the daemon at `url` until `stop`, recording every
+/// answer in `seen`.
+async fn create_until(url: String, host: String, seen: Arc<Mutex<Seen>>, stop: Arc<Mutex<bool>>) {
+    let http = client();
+    let mut made = 0usize;
+    let mut current = None;
+    while !*stop.lock().unwrap() {
+        // An agent may add 30 widgets at once: a fresh session before that.
+        if made.is_multiple_of(25) {
+            current = Some(session(&http, &url, &host).await);
+        }
+        let (session, agent) = current.as_ref().unwrap();
+        made += 1;
+        let Ok(r) = http
+            .post(format!("{url}/api/v1/sessions/{session}/widgets/env-vars"))
+            .bearer_auth(agent)
+            .json(&json!({ "names": [format!("CUT_{made}")], "reason": "to test faults" }))
+            .send()
+            .await
+        else {
+            continue;
+        };
+        let status = r.status();
+        let retry_after = r.headers().get("retry-after").cloned();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        let mut seen = seen.lock().unwrap();
+        match status {
+            StatusCode::CREATED => seen
+                .acknowledged
+                .push(body["widget_id"].as_str().unwrap().to_owned()),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                seen.unavailable += 1;
+                if retry_after.is_none() || body["error"]["code"] != "storage_unavailable" {
+                    seen.malformed_503.push(format!("{retry_after:?} {body}"));
+                }
+            }
+            _ => seen.other.push(format!("{status} {body}")),
+        }
+    }
+}
+
+async fn acknowledged(seen: &Mutex<Seen>) -> usize {
+    seen.lock().unwrap().acknowledged.len()
+}
+
+async fn until_acknowledged(seen: &Mutex<Seen>, n: usize, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while acknowledged(seen).await < n {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_nothing() {
+    let tmp = crate::backend::postgres_dir();
+    let dir = tmp.path().join("data");
+    let a = Daemon::start(&dir, tmp.path(), "a");
+    let b = Daemon::start(&dir, tmp.path(), "b");
+    let log = || {
+        let read = |d: &Daemon| std::fs::read_to_string(&d.err_log).unwrap_or_default();
+        let tail = |s: String| s.lines().rev().take(40).collect::<Vec<_>>().join("\n");
+        format!("{}\n---\n{}", tail(read(&a)), tail(read(&b)))
+    };
+    let host = Driver::start(&a.url, &dir).await.host;
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(Mutex::new(false));
+    let mut workers = Vec::new();
+    for daemon in [&a, &b] {
+        for _ in 0..4 {
+            let load = create_until(daemon.url.clone(), host.clone(), seen.clone(), stop.clone());
+            workers.push(tokio::spawn(load));
+        }
+    }
+    until_acknowledged(&seen, 40, "the load made no progress").await;
+
+    // An administrator cuts every connection of both daemons, a few times
+    // over so that requests in flight are caught.
+    let admin = crate::helpers::open_data(&dir).await.db;
+    for _ in 0..3 {
+        let cut: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND backend_type = 'client backend'",
+        )
+        .fetch_all(&admin.write)
+        .await
+        .unwrap();
+        assert!(cut.len() >= 2, "both daemons were connected: {cut:?}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    admin.close().await;
+
+    // Writes resume by themselves.
+    let after_cut = acknowledged(&seen).await;
+    until_acknowledged(&seen, after_cut + 40, "writes did not resume after the cut").await;
+    *stop.lock().unwrap() = true;
+    for worker in workers {
+        tokio::time::timeout(Duration::from_secs(60), worker)
+            .await
+            .expect("the load stopped within a minute")
+            .unwrap();
+    }
+    let logs = log();
+    a.stop();
+    b.stop();
+
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    assert!(
+        seen.other.is_empty(),
+        "answers other than 201 or 503: {:?}\n{logs}",
+        seen.other
+    );
+    assert!(
+        seen.malformed_503.is_empty(),
+        "503 without Retry-After or storage_unavailable: {:?}",
+        seen.malformed_503
+    );
+    assert!(
+        seen.unavailable > 0,
+        "no request was caught by the cut; the test proved nothing"
+    );
+
+    // Nothing acknowledged was lost, and the chain verifies.
+    let data = crate::helpers::open_data(&dir).await;
+    let stored: HashSet<String> = sqlx::query_scalar("SELECT id FROM widgets")
+        .fetch_all(&data.db.read)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    data.db.close().await;
+    let lost: Vec<&String> = seen
+        .acknowledged
+        .iter()
+        .filter(|w| !stored.contains(*w))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged widgets lost: {lost:?}");
+    let verify = widgetd(&dir)
+        .args(["audit", "verify"])
+        .output_within(COMMAND_LIMIT);
+    assert!(verify.status.success(), "{verify:?}");
+}
