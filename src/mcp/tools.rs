@@ -4,6 +4,7 @@
 //! the REST API's stable error code.
 
 use axum::http::request::Parts;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -30,7 +31,8 @@ use crate::widgets::{
     WidgetView,
 };
 
-/// The MCP server: one per request (stateless), sharing the app state.
+/// The MCP server: one per request (stateless), sharing the app state and
+/// the tool router (built once, see [`router`]).
 #[derive(Clone)]
 pub(super) struct AgentTools {
     pub(super) state: AppState,
@@ -352,7 +354,18 @@ impl AgentTools {
     }
 }
 
+/// The tool router, built once: `#[tool_handler]` would otherwise build it
+/// (every tool's description and schema) again for each `tools/list`,
+/// each tool lookup and each call.
+static ROUTER: std::sync::LazyLock<ToolRouter<AgentTools>> =
+    std::sync::LazyLock::new(AgentTools::tool_router);
+
+fn router() -> &'static ToolRouter<AgentTools> {
+    &ROUTER
+}
+
 #[tool_handler(
+    router = router(),
     name = "widgetd",
     instructions = "widgetd lets you ask the user for input through forms shown inline in \
         the conversation transcript. When you need an environment variable such as an API \
@@ -369,7 +382,7 @@ impl ServerHandler for AgentTools {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let router = Self::tool_router();
+        let router = router();
         if router.get(&request.name).is_none() {
             return Err(rmcp::ErrorData::invalid_params(
                 unknown_tool(&request.name),
