@@ -17,6 +17,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 /// Accepts connections on `listener` and serves `app` on them until
 /// `shutdown` completes; then waits for the requests under way.
@@ -26,6 +27,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
+    // Ends the connections still waiting for their first request.
+    let closing = CancellationToken::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (socket, peer) = tokio::select! {
@@ -40,8 +43,14 @@ pub async fn serve(
         };
         let app = app.clone();
         let watcher = graceful.watcher();
+        let closing = closing.clone();
         tokio::spawn(async move {
-            if let Some(request) = stream::first_request(&socket).await {
+            let first = tokio::select! {
+                first = stream::first_request(&socket) => first,
+                // As hyper closes a connection that has not sent a request.
+                () = closing.cancelled() => return,
+            };
+            if let Some(request) = first {
                 // Held until the stream ends: the shutdown waits for it.
                 let _watching = watcher;
                 stream::serve(socket, request, peer, app).await;
@@ -58,6 +67,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    closing.cancel();
     graceful.shutdown().await;
     Ok(())
 }
