@@ -166,7 +166,7 @@ async fn agents(scene: &Scene, via: Via) -> anyhow::Result<Vec<Arc<Agent>>> {
 /// The agent's `n`th call: even ones create a widget, odd ones read the
 /// agent's widget. Whether it succeeded.
 async fn call(scene: &Scene, agent: &Agent, n: u64) -> bool {
-    let create = n % 2 == 0;
+    let create = n.is_multiple_of(2);
     match &agent.mcp {
         Some(client) => {
             let params = if create {
@@ -256,11 +256,10 @@ async fn closed_loop(scene: &Scene, agents: Vec<Arc<Agent>>, secs: f64) -> (Samp
     });
     let mut all = Samples::default();
     let mut failed = 0;
-    for worker in futures_util::future::join_all(workers).await {
-        if let Ok((samples, f)) = worker {
-            all.merge(samples);
-            failed += f;
-        }
+    let finished = futures_util::future::join_all(workers).await;
+    for (samples, f) in finished.into_iter().flatten() {
+        all.merge(samples);
+        failed += f;
     }
     (all, failed)
 }
