@@ -42,9 +42,10 @@ pub enum AppError {
     /// Too many requests from one caller; retry after this many seconds.
     #[error("too many requests; retry in {0} s")]
     RateLimited(u64),
-    /// A widget left `pending` already; the body carries its status.
-    #[error("the widget is already {}; nothing was changed", .0.as_str())]
-    WidgetNotPending(crate::widgets::WidgetStatus),
+    /// A widget left `pending` already; the body carries its status, as
+    /// its stable text (`submitted`, `expired`, …).
+    #[error("the widget is already {0}; nothing was changed")]
+    WidgetNotPending(&'static str),
     /// A ciphertext did not decrypt: data was tampered with or the key is wrong.
     #[error(transparent)]
     Crypto(#[from] CryptoError),

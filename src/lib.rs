@@ -24,6 +24,7 @@ pub mod host;
 pub mod icons;
 pub mod ids;
 pub mod limits;
+mod listen;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
@@ -44,7 +45,6 @@ pub mod webhooks;
 pub mod widgets;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -332,10 +332,7 @@ pub async fn serve(
         // does not wait on them.
         hub.close();
     };
-    let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let served = listen::serve(listener, app(state), shutdown).await;
     if let Some(follower) = follower {
         follower.abort();
     }

@@ -59,7 +59,8 @@ pub async fn measure(State(state): State<AppState>, request: Request, next: Next
         .map_or("unmatched", |p| p.as_str())
         .to_owned();
     // Noted as it arrives: the auth checks of this request trust what is
-    // cached only after an epoch read that started from now on.
+    // cached only after an epoch read fresh enough for it (see
+    // `auth::cache`).
     let response = state.auth_cache.arrival(next.run(request)).await;
     let status = response.status();
     let waited = response.extensions().get::<Waited>().is_some();

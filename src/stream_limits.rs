@@ -193,8 +193,8 @@ fn bearer(request: &Request) -> Option<secrecy::SecretString> {
     Some(token.to_owned().into())
 }
 
-/// The token's principal now (a fresh auth epoch read, not what the call
-/// saw when it arrived), or the `401` to answer with.
+/// The token's principal now (an auth epoch read fresh for a request
+/// arriving now, not what the call saw when it arrived), or the `401` to answer with.
 async fn recheck(state: &AppState, token: &secrecy::SecretString) -> Result<Principal, Response> {
     use secrecy::ExposeSecret;
     state

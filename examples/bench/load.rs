@@ -1,6 +1,5 @@
 //! The workloads: each drives the daemon over HTTP as its users do.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::{Client, StatusCode};
@@ -273,37 +272,4 @@ pub async fn round_trips(scene: &Scene, concurrency: usize, secs: f64) -> RoundT
         total.ack.merge(part.ack);
     }
     total
-}
-
-/// `GET /api/v1/widgets/{id}` from `concurrency` workers for `secs`.
-pub async fn reads(
-    scene: &Scene,
-    session: &Session,
-    widget: &str,
-    concurrency: usize,
-    secs: f64,
-) -> usize {
-    let until = Instant::now() + Duration::from_secs_f64(secs);
-    let url = Arc::new(format!("{}/api/v1/widgets/{widget}", scene.url));
-    let workers = (0..concurrency).map(|_| {
-        let (client, url, token) = (scene.client.clone(), url.clone(), session.agent.clone());
-        tokio::spawn(async move {
-            let mut done = 0;
-            while Instant::now() < until {
-                match client.get(url.as_str()).bearer_auth(&token).send().await {
-                    Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
-                        done += 1;
-                    }
-                    _ => break,
-                }
-            }
-            done
-        })
-    });
-    futures_util::future::join_all(workers)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap_or(0))
-        .sum()
 }

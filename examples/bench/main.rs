@@ -9,11 +9,13 @@
 //! trips (agent creates an env_vars widget, the person submits the form, the
 //! host drains and acks) at concurrency 1, 8 and 64, creation alone at 1, 8
 //! and 64 with transactions per commit and daemon CPU per creation
-//! (`creation.rs`; on PostgreSQL also on two daemons), MCP calls from 200
-//! agents, authenticated reads, the memory of 10,000 idle event streams, and
-//! the daemon's idle memory and start time; on PostgreSQL also the server's
-//! own single-row commit rate. See docs/performance.md.
+//! (`creation.rs`; on PostgreSQL also on two daemons), MCP beside REST and
+//! authenticated reads beside `/healthz` (`agents.rs`), the memory of
+//! 10,000 idle event streams, and the daemon's idle memory and start time;
+//! on PostgreSQL also the server's own single-row commit rate. See
+//! docs/performance.md.
 
+mod agents;
 mod creation;
 mod daemon;
 mod load;
@@ -22,16 +24,11 @@ mod postgres;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
 
 use daemon::Daemon;
-use load::{Samples, Scene, Session};
+use load::{Scene, Session};
 
-const MCP_AGENTS: usize = 200;
 const STREAMS: usize = 10_000;
 
 #[tokio::main]
@@ -140,21 +137,7 @@ async fn bench(
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
 
-    eprintln!("bench: MCP with {MCP_AGENTS} agents ({secs}s)");
-    let mcp = mcp_load(&scene, secs).await?;
-    out.insert("mcp_p50_ms".into(), round(mcp.quantile(0.5)).into());
-    out.insert("mcp_p99_ms".into(), round(mcp.quantile(0.99)).into());
-    out.insert("mcp_calls".into(), mcp.0.len().into());
-
-    eprintln!("bench: reads ({secs}s)");
-    let reading = scene.session().await?;
-    let widget = scene.create_widget(&reading, "BENCH_READ").await?;
-    let started = Instant::now();
-    let n = load::reads(&scene, &reading, &widget, 64, secs).await;
-    out.insert(
-        "reads_per_s".into(),
-        round(n as f64 / started.elapsed().as_secs_f64()).into(),
-    );
+    agents::run(&scene, secs, &mut out).await?;
 
     eprintln!("bench: holding {streams} event streams");
     let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;
@@ -223,71 +206,6 @@ async fn fsync_ceiling(dir: &Path, secs: f64) -> anyhow::Result<f64> {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     Ok(rate)
-}
-
-/// 200 agents, each with its own session, token and MCP session, alternating
-/// `request_env_vars` and `get_widget_status`; every call's latency.
-async fn mcp_load(scene: &Scene, secs: f64) -> anyhow::Result<Samples> {
-    let mut clients = Vec::new();
-    for _ in 0..MCP_AGENTS {
-        let session = scene.session().await?;
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", scene.url))
-            .auth_header(session.agent.clone());
-        clients.push(
-            ().serve(StreamableHttpClientTransport::from_config(config))
-                .await?,
-        );
-    }
-    let until = Instant::now() + Duration::from_secs_f64(secs);
-    let workers = clients.into_iter().map(|client| {
-        tokio::spawn(async move {
-            let mut samples = Samples::default();
-            while Instant::now() < until {
-                let t = Instant::now();
-                let args = json!({ "names": ["BENCH_KEY"], "reason": "to run the benchmark" });
-                let Ok(created) = client
-                    .call_tool(
-                        CallToolRequestParams::new("request_env_vars").with_arguments(object(args)),
-                    )
-                    .await
-                else {
-                    break;
-                };
-                samples.add(t);
-                let id = created
-                    .structured_content
-                    .and_then(|c| c["widget_id"].as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                let t = Instant::now();
-                let args = json!({ "widget_id": id });
-                if client
-                    .call_tool(
-                        CallToolRequestParams::new("get_widget_status")
-                            .with_arguments(object(args)),
-                    )
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-                samples.add(t);
-            }
-            let _ = client.cancel().await;
-            samples
-        })
-    });
-    let mut all = Samples::default();
-    for worker in futures_util::future::join_all(workers).await {
-        all.merge(worker?);
-    }
-    Ok(all)
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
 }
 
 /// Opens `n` event streams, 16 per session (an agent's cap, like a

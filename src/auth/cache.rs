@@ -3,25 +3,38 @@
 //!
 //! Every change that can take a credential or an access away bumps one
 //! counter in the database, the auth epoch ([`bump_epoch`]), in the same
-//! transaction as the change. Before trusting anything cached, a request
-//! reads the epoch afresh: a read that started after the request arrived,
-//! so a change committed before then — by this daemon, by the CLI on the
-//! same SQLite file, or by another daemon on the same PostgreSQL database
-//! — empties the cache first. Reads are shared: while one runs, every
-//! request that arrives waits for the next one, so under load one small
-//! query serves a whole batch of requests, and the lookups a request makes
-//! after its first (the token, then the session) reuse the same read.
+//! transaction as the change. What is cached is trusted only at the epoch
+//! last read; a moved epoch empties the cache. When the epoch is read:
+//!
+//! - After a bump made in this process (by a request, a background job or
+//!   anything else on this daemon's pools), until a read shows the bumped
+//!   value: every request waits for a read that started after it arrived.
+//!   [`bump_epoch`] notes the value it wrote before its transaction
+//!   commits, so a change made here counts from the next request on.
+//! - On SQLite otherwise, a read that started at most [`POLL`] before the
+//!   request arrived is good enough: under load one read serves every
+//!   request of a few milliseconds, instead of one read per request or
+//!   batch. A change made by another process on the same file (the CLI)
+//!   therefore counts for every request that arrives [`POLL`] or more
+//!   after it commits.
+//! - On PostgreSQL, where other daemons make changes of their own, every
+//!   request waits for a read that started after it arrived, as above.
+//!
+//! Reads are shared: while one runs, every request that arrives waits for
+//! the next one, and the lookups a request makes after its first (the
+//! token, then the session) reuse the same read.
 //!
 //! Only what exists is cached (an unknown token or session is asked of the
 //! database every time), so creating a token or a session needs no bump.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use sqlx::AnyConnection;
 
 use super::{Principal, User};
-use crate::db::Db;
+use crate::db::{Backend, Db};
 use crate::ids::{SessionId, UserId};
 use crate::sessions::{Session, Sharing};
 
@@ -29,20 +42,61 @@ use crate::sessions::{Session, Sharing};
 /// refilled by the requests that follow.
 const MAX_ENTRIES: usize = 50_000;
 
+/// On SQLite, how old (from its start) an epoch read may be when a request
+/// arrives, unless this process bumped the epoch since.
+pub const POLL: Duration = Duration::from_millis(5);
+
+/// How long a bump noted by [`bump_epoch`] keeps every read fresh while no
+/// read shows it (its transaction may have rolled back); after that a
+/// late commit is seen as another process's would be.
+const AWAIT_LIMIT: Duration = Duration::from_secs(30);
+
+/// The epoch values this process wrote in the last [`AWAIT_LIMIT`], and
+/// when. Not cleared when a read shows them: each daemon's cache compares
+/// them with what it read itself (a test process may run several daemons,
+/// each on its own database).
+static WRITTEN: Mutex<Vec<(i64, Instant)>> = Mutex::new(Vec::new());
+
 /// Bumps the auth epoch inside the caller's write transaction: every
 /// cached credential and access check of every daemon is read again from
-/// the next request on.
+/// the next request on. The value written is noted before the
+/// transaction commits, so this daemon reads the epoch afresh for every
+/// request until it sees it.
 pub async fn bump_epoch(conn: &mut AnyConnection) -> sqlx::Result<()> {
-    sqlx::query("UPDATE auth_epoch SET epoch = epoch + 1 WHERE id = 1")
-        .execute(conn)
-        .await?;
+    let written: i64 =
+        sqlx::query_scalar("UPDATE auth_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
+            .fetch_one(conn)
+            .await?;
+    let mut values = WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    values.retain(|(_, at)| at.elapsed() < AWAIT_LIMIT);
+    values.push((written, Instant::now()));
     Ok(())
 }
 
+/// Whether this process wrote, in the last [`AWAIT_LIMIT`], an epoch that
+/// `seen` (the last value this cache read) does not show yet.
+fn awaiting(seen: Option<i64>) -> bool {
+    let mut values = WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    if values.is_empty() {
+        return false;
+    }
+    values.retain(|(_, at)| at.elapsed() < AWAIT_LIMIT);
+    values
+        .iter()
+        .any(|(value, _)| seen.is_none_or(|seen| seen < *value))
+}
+
+/// When the current request arrived, and how many epoch reads had started
+/// by then.
+#[derive(Clone, Copy)]
+struct Arrival {
+    reads_started: u64,
+    at: Instant,
+}
+
 tokio::task_local! {
-    /// The epoch reads started when the current request arrived (see
-    /// [`AuthCache::arrival`]).
-    static ARRIVAL: u64;
+    /// The arrival of the current request (see [`AuthCache::arrival`]).
+    static ARRIVAL: Arrival;
 }
 
 /// The epoch as read by a read that started after the request arrived;
@@ -54,9 +108,24 @@ pub struct Epoch(Option<i64>);
 struct Reads {
     /// How many epoch reads have started.
     started: u64,
-    /// The last one to finish, and what it read.
+    /// The last one to finish, when it started, and what it read.
     finished: u64,
+    finished_started_at: Option<Instant>,
     value: Option<i64>,
+}
+
+impl Reads {
+    /// The epoch, if the last read is fresh enough for a request that
+    /// arrived as `arrival` says: it started after the request arrived or,
+    /// when `poll` allows, at most `poll` before.
+    fn fresh(&self, arrival: Arrival, poll: Option<Duration>) -> Option<Epoch> {
+        let after = self.finished > arrival.reads_started;
+        let recent = poll.is_some_and(|poll| {
+            self.finished_started_at
+                .is_some_and(|started| started + poll >= arrival.at)
+        });
+        (after || recent).then_some(Epoch(self.value))
+    }
 }
 
 #[derive(Default)]
@@ -110,28 +179,36 @@ impl AuthCache {
     /// Runs `request` with its arrival noted: every epoch it asks for comes
     /// from a read that started after this call.
     pub async fn arrival<F: Future>(&self, request: F) -> F::Output {
-        let started = self.reads.lock().expect("not poisoned").started;
-        ARRIVAL.scope(started, request).await
+        ARRIVAL.scope(self.now(), request).await
     }
 
-    /// The current epoch, read by a query that started after the request
-    /// arrived (or, outside a request, after this call).
+    fn now(&self) -> Arrival {
+        Arrival {
+            reads_started: self.reads.lock().expect("not poisoned").started,
+            at: Instant::now(),
+        }
+    }
+
+    /// The current epoch, read by a query fresh enough for the request (see
+    /// the module's text; outside a request, for a request arriving now).
     pub async fn epoch(&self, db: &Db) -> Epoch {
-        let since = ARRIVAL
-            .try_with(|s| *s)
-            .unwrap_or_else(|_| self.reads.lock().expect("not poisoned").started);
-        let fresh = |reads: &Reads| (reads.finished > since).then_some(Epoch(reads.value));
+        let arrival = ARRIVAL.try_with(|a| *a).unwrap_or_else(|_| self.now());
+        let poll = |reads: &Reads| match db.backend() {
+            Backend::Sqlite if !awaiting(reads.value) => Some(POLL),
+            _ => None,
+        };
+        let fresh = |reads: &Reads| reads.fresh(arrival, poll(reads));
         if let Some(epoch) = fresh(&self.reads.lock().expect("not poisoned")) {
             return epoch;
         }
         let _reading = self.reading.lock().await;
-        let id = {
+        let (id, started_at) = {
             let mut reads = self.reads.lock().expect("not poisoned");
             if let Some(epoch) = fresh(&reads) {
                 return epoch;
             }
             reads.started += 1;
-            reads.started
+            (reads.started, Instant::now())
         };
         let value: Option<i64> = sqlx::query_scalar("SELECT epoch FROM auth_epoch WHERE id = 1")
             .fetch_one(&db.read)
@@ -139,6 +216,7 @@ impl AuthCache {
             .ok();
         let mut reads = self.reads.lock().expect("not poisoned");
         reads.finished = id;
+        reads.finished_started_at = Some(started_at);
         reads.value = value;
         Epoch(value)
     }

@@ -2,6 +2,11 @@
 //! name, serde's "invalid type: string \"…\"" for malformed params). Every
 //! error `/mcp` sends, as a JSON body or as an event of a session's SSE
 //! stream, gets a fixed message for its code instead.
+//!
+//! A result, as rmcp writes one, starts `{"jsonrpc":"2.0","id":…,"result":`
+//! (its message types are Rust structs serialised field by field): it holds
+//! no error, so it passes as it is, after a look at its first bytes, and
+//! only the rest (errors, and anything not written that way) is parsed.
 
 use axum::body::{Body, Bytes};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -59,9 +64,41 @@ fn unknown_tool_message(message: &str) -> bool {
     }
 }
 
+/// Whether `message` starts as rmcp writes a JSON-RPC result:
+/// `{"jsonrpc":"2.0","id":` then a number or a string, then `,"result":`.
+/// Such a message has no error to replace.
+fn is_result(message: &[u8]) -> bool {
+    let Some(rest) = message.strip_prefix(br#"{"jsonrpc":"2.0","id":"#) else {
+        return false;
+    };
+    let id_len = match rest.first() {
+        Some(b'"') => {
+            let mut i = 1;
+            loop {
+                match rest.get(i) {
+                    Some(b'\\') => i += 2,
+                    Some(b'"') => break i + 1,
+                    Some(_) => i += 1,
+                    None => return false,
+                }
+            }
+        }
+        Some(b'-' | b'0'..=b'9') => rest
+            .iter()
+            .position(|b| !matches!(b, b'-' | b'0'..=b'9'))
+            .unwrap_or(rest.len()),
+        _ => return false,
+    };
+    rest.get(id_len..)
+        .is_some_and(|after| after.starts_with(br#","result":"#))
+}
+
 /// The fixed error object for `code`, or `None` if `message` is no
 /// JSON-RPC error.
 fn scrubbed(message: &[u8]) -> Option<Value> {
+    if is_result(message) {
+        return None;
+    }
     #[derive(serde::Deserialize)]
     struct Reply {
         #[serde(default)]
@@ -167,7 +204,32 @@ mod tests {
     use axum::body::Body;
     use axum::response::Response;
 
-    use super::{event_stream, rewrite_lines};
+    use super::{event_stream, is_result, rewrite_lines, scrubbed};
+
+    #[test]
+    fn only_a_result_as_rmcp_writes_it_skips_the_parse() {
+        for result in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-12,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\"b\\","result":{}}"#,
+        ] {
+            assert!(is_result(result.as_bytes()), "{result}");
+            assert!(scrubbed(result.as_bytes()).is_none(), "{result}");
+        }
+        // Errors, whatever their id says, are still rewritten.
+        for error in [
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"sk-CANARY"}}"#,
+            r#"{"jsonrpc":"2.0","id":"x\",\"result\":","error":{"code":-32601,"message":"sk-CANARY"}}"#,
+            r#"{"jsonrpc":"2.0","id":"x\\","error":{"code":-32602,"message":"sk-CANARY"},"result":1}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"sk-CANARY"}}"#,
+            r#"{"error":{"code":-32600,"message":"sk-CANARY"},"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#" {"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"sk-CANARY"}}"#,
+        ] {
+            assert!(!is_result(error.as_bytes()), "{error}");
+            let fixed = scrubbed(error.as_bytes()).expect(error).to_string();
+            assert!(!fixed.contains("CANARY"), "{fixed}");
+        }
+    }
 
     #[tokio::test]
     async fn a_stream_is_rewritten_across_frames_and_keeps_a_last_line_without_newline() {

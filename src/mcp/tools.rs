@@ -4,6 +4,7 @@
 //! the REST API's stable error code.
 
 use axum::http::request::Parts;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -30,7 +31,8 @@ use crate::widgets::{
     WidgetView,
 };
 
-/// The MCP server: one per request (stateless), sharing the app state.
+/// The MCP server: one per request (stateless), sharing the app state and
+/// the tool router (built once, see [`router`]).
 #[derive(Clone)]
 pub(super) struct AgentTools {
     pub(super) state: AppState,
@@ -418,7 +420,17 @@ impl AgentTools {
     }
 }
 
-#[tool_handler]
+/// The tool router, built once: `#[tool_handler]` would otherwise build it
+/// (every tool's description and schema) again for each `tools/list`,
+/// each tool lookup and each call.
+static ROUTER: std::sync::LazyLock<ToolRouter<AgentTools>> =
+    std::sync::LazyLock::new(AgentTools::tool_router);
+
+fn router() -> &'static ToolRouter<AgentTools> {
+    &ROUTER
+}
+
+#[tool_handler(router = router())]
 impl ServerHandler for AgentTools {
     /// A call of a tool that does not exist is the protocol error the MCP
     /// specification (2025-11-25, "Tools", "Error Handling") shows:
@@ -431,7 +443,7 @@ impl ServerHandler for AgentTools {
         if let Some(result) = super::apps::call(self, &request, &context).await {
             return Ok(result.into());
         }
-        let router = Self::tool_router();
+        let router = router();
         let mut request = request;
         let name = super::life::canonical(&request.name).to_owned();
         request.name = name.into();
@@ -456,10 +468,7 @@ impl ServerHandler for AgentTools {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        Ok(super::apps::list_tools(
-            Self::tool_router().list_all(),
-            &context,
-        ))
+        Ok(super::apps::list_tools(router().list_all(), &context))
     }
 
     async fn list_resources(

@@ -174,11 +174,11 @@ async fn answerable(
             other => other,
         })?;
     if widget.status != WidgetStatus::Pending {
-        return Err(AppError::WidgetNotPending(widget.status));
+        return Err(AppError::WidgetNotPending(widget.status.as_str()));
     }
     // Past its TTL but not swept yet: as good as expired.
     if widget.expires_at <= clock::now_ms() {
-        return Err(AppError::WidgetNotPending(WidgetStatus::Expired));
+        return Err(AppError::WidgetNotPending(WidgetStatus::Expired.as_str()));
     }
     Ok((widget, session))
 }
@@ -200,10 +200,10 @@ async fn answerable_by_agent_client(
     }
     let session = live(sessions::get_session(tx, &widget.session_id).await?)?;
     if widget.status != WidgetStatus::Pending {
-        return Err(AppError::WidgetNotPending(widget.status));
+        return Err(AppError::WidgetNotPending(widget.status.as_str()));
     }
     if widget.expires_at <= clock::now_ms() {
-        return Err(AppError::WidgetNotPending(WidgetStatus::Expired));
+        return Err(AppError::WidgetNotPending(WidgetStatus::Expired.as_str()));
     }
     Ok((widget, session))
 }
@@ -285,7 +285,7 @@ pub(super) async fn transition(
     let now = clock::now_ms();
     if !store::resolve(tx, &widget.id, change.to, change.result, change.by, now).await? {
         let current = super::get_widget(tx, &widget.id).await?.status;
-        return Err(AppError::WidgetNotPending(current));
+        return Err(AppError::WidgetNotPending(current.as_str()));
     }
     after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await
 }

@@ -134,7 +134,7 @@ pub(super) async fn withdraw(
     cause: &Cause<'_>,
 ) -> AppResult<()> {
     if widget.status != WidgetStatus::Pending {
-        return Err(AppError::WidgetNotPending(widget.status));
+        return Err(AppError::WidgetNotPending(widget.status.as_str()));
     }
     let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
     let mut result = loaded.unanswered();

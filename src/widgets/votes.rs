@@ -31,7 +31,7 @@ pub(super) async fn record(
     if !super::store::set_pending_result(&mut tx, &widget.id, pending).await? {
         let current = super::get_widget(&mut tx, &widget.id).await?.status;
         tx.commit().await?;
-        return Err(AppError::WidgetNotPending(current));
+        return Err(AppError::WidgetNotPending(current.as_str()));
     }
     let payload =
         json!({ "widget_id": widget.id, "status": WidgetStatus::Pending, "result": pending });

@@ -180,3 +180,71 @@ async fn a_share_taken_back_counts_on_the_next_request() {
     );
     assert_eq!(page_status(&app, &bob, &page).await, StatusCode::NOT_FOUND);
 }
+
+/// A change made in the daemon's process but outside any request (a job,
+/// the store called directly) counts on the next request too: the bump
+/// notes the epoch it wrote, and the cache reads afresh until it sees it.
+#[tokio::test]
+async fn a_change_made_outside_a_request_counts_on_the_next_request() {
+    let app = spawn_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let (id, token) = {
+        let mut conn = app.state.db.write.acquire().await.unwrap();
+        let scopes = widgetd::auth::tokens::TokenScopes::parse("sessions").unwrap();
+        let (id, token) = widgetd::auth::create_api_token(&mut conn, &alice.id, &scopes)
+            .await
+            .unwrap();
+        (id, secrecy::ExposeSecret::expose_secret(&token).to_owned())
+    };
+    let (session, _) = app.session(&token).await;
+    let path = format!("/api/v1/sessions/{session}/sharing");
+    allowed_twice(&app, &path, &token).await;
+    {
+        let mut conn = app.state.db.write.acquire().await.unwrap();
+        widgetd::auth::revoke_api_token(&mut conn, &id)
+            .await
+            .unwrap();
+    }
+    refused(&app, &path, &token).await;
+}
+
+/// The CLI's change counts within the documented bound
+/// (`widgetd::auth::cache::POLL` after its commit) even while requests
+/// keep the cache busy, so that the epoch is never read afresh for want
+/// of a recent read.
+#[tokio::test]
+async fn a_cli_change_counts_within_the_poll_bound_under_load() {
+    use widgetd::auth::cache::POLL;
+    let app = spawn_app().await;
+    let first = scene(&app, "alice").await;
+    let id = app
+        .pending_widget(&first.agent, &first.session, &["KEY"])
+        .await;
+    let path = format!("/api/v1/widgets/{id}");
+    allowed_twice(&app, &path, &first.agent).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (client, url, token, stop) = (
+            app.client.clone(),
+            format!("{}{path}", app.url),
+            first.agent.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = client.get(&url).bearer_auth(&token).send().await;
+            }
+        })
+    };
+    let session = first.session.clone();
+    let dir = app.data_dir();
+    tokio::task::spawn_blocking(move || {
+        ok(widgetd(&dir).args(["session", "revoke-agent-token", &session]))
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(POLL * 2).await;
+    refused(&app, &path, &first.agent).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.await.unwrap();
+}
