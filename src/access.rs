@@ -8,7 +8,7 @@
 
 use sqlx::AnyConnection;
 
-use crate::AppState;
+use crate::Core;
 use crate::auth::Principal;
 use crate::auth::tokens::{TokenScope, TokenScopes};
 use crate::error::{AppError, AppResult};
@@ -185,7 +185,7 @@ fn decide(caller: Caller<'_>, session: &Session, need: Need, grant: Sharing) -> 
 /// person's grant come from the auth cache while the auth epoch has not
 /// moved (archiving and every sharing change move it).
 pub async fn authorize(
-    state: &AppState,
+    state: &Core,
     caller: Caller<'_>,
     id: &str,
     need: Need,

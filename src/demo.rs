@@ -9,6 +9,7 @@
 //! acknowledges its own resume prompts, and never reads a value: it learns
 //! only names and scope, like any agent.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -24,7 +25,7 @@ use crate::widgets::env_vars::RequestEnvVarsInput;
 use crate::widgets::{
     self, Approval, AskUser, Cause, Clarification, Created, EnvVars, Request, WidgetStatus,
 };
-use crate::{AppState, auth, prompts, sessions};
+use crate::{Core, auth, prompts, sessions};
 
 /// The demo user's name.
 pub const DEMO_USER: &str = "demo";
@@ -50,7 +51,7 @@ pub async fn check_data_dir(db: &crate::db::Db) -> anyhow::Result<()> {
 /// The demo user (created with `password` if new; whether it was is the
 /// last item) and a fresh demo session.
 pub async fn prepare(
-    state: &AppState,
+    state: &Core,
     password: secrecy::SecretString,
 ) -> anyhow::Result<(UserId, SessionId, bool)> {
     let mut tx = state.db.begin_write().await?;
@@ -71,13 +72,13 @@ pub async fn prepare(
 }
 
 /// The demo agent's script, run until it ends or the daemon stops.
-pub async fn run(state: AppState, session: SessionId) {
+pub async fn run(state: Arc<Core>, session: SessionId) {
     if let Err(err) = script(&state, &session).await {
         tracing::warn!(error = %err, "the demo agent stopped");
     }
 }
 
-async fn say(state: &AppState, session: &SessionId, text: &str) -> anyhow::Result<()> {
+async fn say(state: &Core, session: &SessionId, text: &str) -> anyhow::Result<()> {
     add_message(state, session, Role::Agent, text).await?;
     Ok(())
 }
@@ -85,7 +86,7 @@ async fn say(state: &AppState, session: &SessionId, text: &str) -> anyhow::Resul
 /// Waits for the widget's outcome, acknowledges its prompt (the demo agent
 /// is its own host), and returns its status and result.
 async fn outcome(
-    state: &AppState,
+    state: &Core,
     session: &SessionId,
     created: Created,
 ) -> anyhow::Result<(WidgetStatus, Value)> {
@@ -118,7 +119,7 @@ fn words(answer: &Value) -> String {
     }
 }
 
-async fn script(state: &AppState, session: &SessionId) -> anyhow::Result<()> {
+async fn script(state: &Core, session: &SessionId) -> anyhow::Result<()> {
     let actor = Actor::Agent(session.clone());
     let client = ClientAddr(None);
     let cause = || Cause {

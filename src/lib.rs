@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod connect;
+pub mod core;
 pub mod crypto;
 pub mod db;
 pub mod demo;
@@ -53,112 +54,47 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
+pub use crate::core::{Core, Settings};
 use crate::crypto::Keyring;
 use crate::db::Db;
-use crate::events::Hub;
 
-/// Settings the HTTP surface needs. Holds no secret.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The URL people and agents reach this daemon at, without trailing `/`.
-    pub public_url: String,
-    /// The tag that opens every resume prompt.
-    pub prompt_tag: String,
-    /// How long a widget stays pending before it expires.
-    pub widget_ttl_ms: i64,
-    /// Host names every route answers to (`--mcp-allowed-hosts`, with
-    /// loopback and the public URL's name). Compared without the port: a
-    /// proxy's `Host: $host` drops it, and DNS rebinding is about names.
-    pub mcp_allowed_hosts: Vec<String>,
-    /// The first webhook retry waits this long; later ones longer.
-    pub webhook_retry_base_ms: i64,
-    /// The MCP elicitation modes `/mcp` may use (`serve --elicitation`).
-    pub elicitation: mcp::Elicitation,
-    /// Whether webhooks may go to loopback, private and link-local
-    /// addresses (`serve --webhooks-allow-private`).
-    pub webhooks_allow_private: bool,
-    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` is believed
-    /// (`serve --trusted-proxies`); empty: the TCP peer is the client.
-    pub trusted_proxies: Vec<forwarded::IpRange>,
-    /// The Slack Web API, `https://slack.com/api`; another only in tests
-    /// (`serve --slack-api-base`, hidden), which point it at a fake.
-    pub slack_api_base: String,
-}
-
-impl Settings {
-    /// Defaults for a daemon reached at `public_url`.
-    pub fn new(public_url: impl Into<String>) -> Self {
-        let public_url = public_url.into().trim_end_matches('/').to_owned();
-        let mut hosts = vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ];
-        if let Some(host) = public_url
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-        {
-            hosts.push(host_name(host).to_owned());
-        }
-        Self {
-            public_url,
-            prompt_tag: prompts::DEFAULT_TAG.to_owned(),
-            widget_ttl_ms: 7 * 24 * 3600 * 1000,
-            mcp_allowed_hosts: hosts,
-            webhook_retry_base_ms: 5000,
-            elicitation: mcp::Elicitation::Url,
-            webhooks_allow_private: false,
-            trusted_proxies: Vec::new(),
-            slack_api_base: slack::API_BASE.to_owned(),
-        }
-    }
-
-    /// `scheme://host[:port]` of the public URL, as browsers send in `Origin`.
-    pub fn public_origin(&self) -> &str {
-        let after_scheme = self.public_url.find("://").map_or(0, |i| i + 3);
-        let end = self.public_url[after_scheme..]
-            .find('/')
-            .map_or(self.public_url.len(), |i| after_scheme + i);
-        &self.public_url[..end]
-    }
-}
-
-/// Everything a request handler may use.
+/// Everything a request handler may use: the domain's [`Core`] (which
+/// `Inner` derefs to, so `state.db` and `&state` as `&Core` work) and what
+/// only the HTTP layer keeps.
 pub struct Inner {
-    pub db: Db,
-    pub keyring: Keyring,
-    pub settings: Settings,
-    pub hub: Hub,
+    /// What the domain (widgets, sessions, secrets, …) works with.
+    pub core: Arc<Core>,
     pub metrics: ops::Metrics,
     /// Agent tokens waiting to be shown once after a redirect.
     pub shown_once: web::ShownOnce,
     /// Open event streams and long-polls, capped per caller and address.
     pub open_streams: stream_limits::OpenStreams,
-    /// Who tokens, users and sessions are, checked against the auth epoch.
-    pub auth_cache: auth::AuthCache,
 }
 
-/// Shared, cheaply cloned application state.
+impl Deref for Inner {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+/// Shared, cheaply cloned application state of the HTTP layer.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
 impl AppState {
-    pub fn new(db: Db, keyring: Keyring, mut settings: Settings) -> Self {
-        // Names only, also for rmcp's own check of `/mcp` (an entry without
-        // a port matches any port there too), so both checks agree.
-        for entry in &mut settings.mcp_allowed_hosts {
-            *entry = host_name(entry.trim()).to_ascii_lowercase();
-        }
+    pub fn new(db: Db, keyring: Keyring, settings: Settings) -> Self {
+        Self::from(Arc::new(Core::new(db, keyring, settings)))
+    }
+}
+
+impl From<Arc<Core>> for AppState {
+    fn from(core: Arc<Core>) -> Self {
         Self(Arc::new(Inner {
-            db,
-            keyring,
-            settings,
-            hub: Hub::default(),
+            core,
             metrics: ops::Metrics::default(),
             shown_once: web::ShownOnce::default(),
             open_streams: stream_limits::OpenStreams::default(),
-            auth_cache: auth::AuthCache::default(),
         }))
     }
 }
@@ -179,8 +115,7 @@ pub fn app(state: AppState) -> Router {
         .merge(widgets::api::router())
         .merge(prompts::api::router())
         .merge(events::api::router())
-        .merge(transcript::router())
-        .merge(transcript::reply::router())
+        .merge(transcript::api::router())
         .merge(hooks::router())
         .merge(web::router())
         .merge(webhooks::api::router())
@@ -252,7 +187,7 @@ fn host_allowed(allowed: &[String], host: &str) -> bool {
 
 /// The name of `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6
 /// address.
-fn host_name(host: &str) -> &str {
+pub(crate) fn host_name(host: &str) -> &str {
     if let Some(rest) = host.strip_prefix('[') {
         return rest.split(']').next().unwrap_or_default();
     }
@@ -313,9 +248,10 @@ async fn security_headers(mut response: Response) -> Response {
 /// in-flight requests finish.
 pub async fn serve(
     listener: TcpListener,
-    state: AppState,
+    state: impl Into<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let state = state.into();
     let hub = state.hub.clone();
     let woken = hub.clone();
     let follower = state.db.follow_changes(move |session| match session {

@@ -159,7 +159,7 @@ async fn check_ready(State(state): State<AppState>) -> Response {
 /// SQLite a 64 KiB row added and removed (enough pages that a full disk
 /// refuses it, not a page the log could reuse); on PostgreSQL an update
 /// that changes no value.
-async fn probe_write(state: &AppState, tx: &mut crate::db::WriteTx) -> sqlx::Result<()> {
+async fn probe_write(state: &crate::Core, tx: &mut crate::db::WriteTx) -> sqlx::Result<()> {
     if state.db.backend() == crate::db::Backend::Postgres {
         sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
             .execute(&mut **tx)

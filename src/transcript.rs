@@ -1,29 +1,19 @@
 //! The transcript: text messages posted by the agent host, in order with
 //! the widgets the agent created, and the replies people write to the
-//! agent (`reply`).
+//! agent (`reply`); `api` holds their routes.
 
+pub mod api;
 pub mod reply;
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::AnyConnection;
 
-use crate::access::{self, Need};
-use crate::api::ApiJson;
-use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
-use crate::{AppState, clock, events};
+use crate::{Core, clock, events};
 
 const MAX_MESSAGE_CHARS: usize = 100_000;
-
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/sessions/{id}/messages", post(post_message))
-}
 
 /// Who a transcript line is from.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -165,7 +155,7 @@ async fn insert_text(
 
 /// Adds a text line to the transcript and tells the session's watchers.
 pub async fn add_message(
-    state: &AppState,
+    state: &Core,
     session: &SessionId,
     role: Role,
     text: &str,
@@ -176,38 +166,4 @@ pub async fn add_message(
     tx.commit().await?;
     state.hub.publish(session);
     Ok(message_id)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewMessage {
-    #[serde(default)]
-    role: Role,
-    text: String,
-}
-
-/// `POST /api/v1/sessions/{id}/messages` (the session's host or agent).
-async fn post_message(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<NewMessage>,
-) -> AppResult<(StatusCode, Json<Value>)> {
-    let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
-    // The agent speaks for itself only: user and system lines come from the host.
-    if matches!(principal, Principal::Agent { .. }) && !matches!(body.role, Role::Agent) {
-        return Err(AppError::Forbidden(
-            "agent tokens post `agent` messages only".into(),
-        ));
-    }
-    if let Principal::Agent { session_id } = &principal {
-        let mut tx = state.db.begin_write().await?;
-        crate::limits::take_agent(&mut tx, session_id).await?;
-        tx.commit().await?;
-    }
-    let message_id = add_message(&state, &session.id, body.role, &body.text).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({ "message_id": message_id })),
-    ))
 }

@@ -1,6 +1,7 @@
 //! People and their credentials: users with argon2id passwords and roles,
 //! API tokens with scopes, and the `Principal` every API request resolves to.
 
+mod api;
 pub mod cache;
 pub mod passwords;
 mod principal;
@@ -123,7 +124,7 @@ pub async fn find_user_by_id(conn: &mut AnyConnection, id: &UserId) -> AppResult
 
 /// The user `id` as of this request, from the auth cache when the auth
 /// epoch has not moved (a disable or a role change moves it).
-pub async fn current_user(state: &crate::AppState, id: &UserId) -> AppResult<Option<User>> {
+pub async fn current_user(state: &crate::Core, id: &UserId) -> AppResult<Option<User>> {
     let epoch = state.auth_cache.epoch(&state.db).await;
     if let Some(user) = state.auth_cache.user(epoch, id) {
         return Ok(Some(user));

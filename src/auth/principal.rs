@@ -1,14 +1,10 @@
-//! Who is calling the API: resolved from `Authorization: Bearer …` once per
-//! request, before any handler logic runs.
-
-use axum::extract::{FromRequestParts, OptionalFromRequestParts};
-use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
+//! Who is calling the API: a bearer token resolved to a user with scopes or
+//! a session's agent (`api.rs` reads it from each request).
 
 use super::Role;
 use super::store;
 use super::tokens::{self, AGENT_TOKEN_PREFIX, API_TOKEN_PREFIX, TokenScope, TokenScopes};
-use crate::AppState;
+use crate::Core;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::sessions;
@@ -26,36 +22,10 @@ pub enum Principal {
     Agent { session_id: SessionId },
 }
 
-fn unauthenticated(code: &'static str, message: &str) -> AppError {
+pub(super) fn unauthenticated(code: &'static str, message: &str) -> AppError {
     AppError::Unauthenticated {
         code,
         message: message.to_owned(),
-    }
-}
-
-impl FromRequestParts<AppState> for Principal {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
-            unauthenticated(
-                "missing_token",
-                "send `Authorization: Bearer <token>`: an API token from `widgetd token create`, \
-                 or the session's agent token",
-            )
-        })?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(|| {
-                unauthenticated(
-                    "malformed_token",
-                    "the Authorization header must be `Bearer <token>`",
-                )
-            })?;
-        Self::resolve(state, token).await
     }
 }
 
@@ -64,7 +34,7 @@ impl Principal {
     /// belonging to a disabled user or an archived session is `401`. A
     /// known token is answered from the auth cache while the auth epoch
     /// has not moved (see `cache.rs`).
-    pub async fn resolve(state: &AppState, token: &str) -> Result<Self, AppError> {
+    pub async fn resolve(state: &Core, token: &str) -> Result<Self, AppError> {
         let invalid = || {
             unauthenticated(
                 "invalid_token",
@@ -100,23 +70,6 @@ impl Principal {
         };
         state.auth_cache.put_token(epoch, hash, principal.clone());
         Ok(principal)
-    }
-}
-
-impl OptionalFromRequestParts<AppState> for Principal {
-    type Rejection = AppError;
-
-    /// No `Authorization` header is `None`; a bad one is still an error.
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Option<Self>, AppError> {
-        if parts.headers.get(AUTHORIZATION).is_none() {
-            return Ok(None);
-        }
-        <Self as FromRequestParts<AppState>>::from_request_parts(parts, state)
-            .await
-            .map(Some)
     }
 }
 

@@ -1,6 +1,7 @@
 //! What each command does. Thin: parse, call the library, print.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,7 +18,7 @@ use crate::db::{DB_FILE, DatabaseUrl};
 use crate::exec::{self, ExecOptions};
 use crate::startup::{self, DataDir};
 use crate::web::DbSessionStore;
-use crate::{AppState, Settings, widgets};
+use crate::{Core, Settings, widgets};
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -197,7 +198,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     settings
         .mcp_allowed_hosts
         .extend(args.mcp_allowed_hosts.into_iter().filter(|h| !h.is_empty()));
-    let state = AppState::new(data.db, data.keyring, settings);
+    let state = Arc::new(Core::new(data.db, data.keyring, settings));
     // Stopped before the pool closes, so none of them meets a closed pool
     // (a webhook cut off mid-send stays due and is sent again later).
     let mut jobs = vec![
@@ -224,7 +225,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
 
 /// Creates the demo user and session, says how to log in, and starts the
 /// demo agent.
-async fn start_demo(state: &AppState, dir: &Path) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+async fn start_demo(state: &Arc<Core>, dir: &Path) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let given = std::env::var("WIDGETD_ADMIN_PASSWORD").ok();
     let password = given
         .clone()
@@ -254,7 +255,7 @@ async fn start_demo(state: &AppState, dir: &Path) -> anyhow::Result<tokio::task:
 }
 
 /// Expires widgets and deletes expired browser sessions, every `every`.
-async fn background_jobs(state: AppState, every: Duration) {
+async fn background_jobs(state: Arc<Core>, every: Duration) {
     let sessions = DbSessionStore::new(state.db.clone());
     loop {
         // One daemon of a deployment sweeps at a time (on PostgreSQL an
@@ -273,7 +274,7 @@ async fn background_jobs(state: AppState, every: Duration) {
 
 /// One round of the background sweep: due widgets expire, expired browser
 /// sessions and idle rate-limit buckets are deleted.
-async fn sweep(state: &AppState, sessions: &DbSessionStore) -> anyhow::Result<()> {
+async fn sweep(state: &Core, sessions: &DbSessionStore) -> anyhow::Result<()> {
     match widgets::expire_due(state).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "expired pending widgets"),

@@ -11,7 +11,7 @@ use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::ids::SessionId;
 use crate::startup::DataDir;
 use crate::widgets::{self, Cause};
-use crate::{AppState, Settings, auth, clock, sessions};
+use crate::{Core, Settings, auth, clock, sessions};
 
 pub async fn run(data: DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
     match cmd {
@@ -118,7 +118,7 @@ async fn archive(
     let session = find(&data, id).await?;
     let mut settings = Settings::new(public_url);
     settings.prompt_tag = prompt_tag.to_owned();
-    let state = AppState::new(data.db, data.keyring, settings);
+    let state = Core::new(data.db, data.keyring, settings);
     let cause = Cause {
         actor: &Actor::Operator,
         client: &ClientAddr::default(),

@@ -6,7 +6,9 @@
 //! waiting (widgetd's `wait` ran out, or Claude Code dropped the request)
 //! ends the card, so nobody answers a call that is no longer asked.
 
-use crate::AppState;
+use std::sync::Arc;
+
+use crate::Core;
 use crate::audit::{Actor, ClientAddr};
 use crate::error::AppResult;
 use crate::ids::WidgetId;
@@ -27,7 +29,7 @@ pub struct Decided {
 
 /// Decides `params` for `session`, waiting up to `wait` seconds.
 pub async fn decide(
-    state: &AppState,
+    state: &Arc<Core>,
     session: &Session,
     params: ApprovalParams,
     wait: u64,
@@ -88,7 +90,7 @@ pub async fn decide(
 /// Ends the card of a check nobody waits for any more: now, when the wait
 /// ran out, or when dropped, when Claude Code dropped the request first.
 struct GiveUp {
-    state: AppState,
+    state: Arc<Core>,
     widget: Option<WidgetId>,
     actor: Actor,
     client: ClientAddr,

@@ -24,9 +24,9 @@ use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::sessions::Session;
 use crate::transcript::{self, Role};
+use crate::widgets::api::respond::ack_when_sent;
 use crate::widgets::approval::{ApprovalParams, RequestApprovalInput};
 use crate::widgets::check_wait;
-use crate::widgets::delivery::ack_when_sent;
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
@@ -102,11 +102,12 @@ async fn answer_claude_code_hook(
     match event {
         Event::PreToolUse | Event::PermissionRequest => {
             let params = tool_call(&input, wait, query.allow_edit)?;
-            let decided = decide::decide(&state, &session, params, wait, &actor, &client).await?;
+            let decided =
+                decide::decide(&state.core, &session, params, wait, &actor, &client).await?;
             let response = Json(event.answer(&decided.verdict, wait)).into_response();
             Ok(match decided.answered {
                 // Delivered here: the prompt is not handed out again.
-                Some(answered) => ack_when_sent(state, response, answered),
+                Some(answered) => ack_when_sent(state.core.clone(), response, answered),
                 None => response,
             })
         }

@@ -41,6 +41,7 @@ use crate::audit::ClientAddr;
 use crate::auth::tokens::AGENT_TOKEN_PREFIX;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
+use crate::widgets::api::respond;
 use crate::widgets::delivery;
 
 use inflight::{CallKey, InFlight, Message, Peek};
@@ -233,7 +234,7 @@ fn finish_when_sent(
     key: CallKey,
     response: Response,
 ) -> Response {
-    delivery::on_body_end(response, move |sent| {
+    respond::on_body_end(response, move |sent| {
         if let (true, Some(answered)) = (sent, inflight.finish(&key)) {
             tokio::spawn(async move { delivery::acknowledge(&state, &answered).await });
         }

@@ -239,7 +239,7 @@ pub async fn set_sharing(
 /// and per-user grants by user name (`none` removes one). One transaction,
 /// audited as `session.share`. Returns the sharing as it now is.
 pub async fn update_sharing(
-    state: &crate::AppState,
+    state: &crate::Core,
     session: &Session,
     others_can: Option<Sharing>,
     grants: &[(String, Sharing)],

@@ -6,6 +6,7 @@
 //! up after [`TIMEOUT`]; a failed one is retried with backoff, at most
 //! [`MAX_ATTEMPTS`] times.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::blocks;
 use crate::widgets::{self, WidgetId, WidgetStatus};
-use crate::{AppState, clock};
+use crate::{Core, clock};
 
 pub const MAX_ATTEMPTS: i64 = 8;
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,7 +39,7 @@ struct Due {
 
 /// Posts and updates messages until the process ends. Started by `serve`
 /// (and by tests that use Slack).
-pub async fn run(state: AppState) {
+pub async fn run(state: Arc<Core>) {
     let client = match reqwest::Client::builder()
         .timeout(TIMEOUT)
         .connect_timeout(CONNECT_TIMEOUT)
@@ -61,7 +62,7 @@ pub async fn run(state: AppState) {
     }
 }
 
-async fn round(state: &AppState, client: &reqwest::Client) -> anyhow::Result<()> {
+async fn round(state: &Core, client: &reqwest::Client) -> anyhow::Result<()> {
     let due: Vec<Due> = sqlx::query_as(
         "SELECT m.id, m.widget_id, m.channel, m.ts, m.attempts, l.slack_user_id, s.title \
          FROM slack_messages m JOIN widgets w ON w.id = m.widget_id \
@@ -104,7 +105,7 @@ enum Outcome {
 }
 
 async fn bring_up_to_date(
-    state: &AppState,
+    state: &Core,
     client: &reqwest::Client,
     token: &SecretString,
     due: &Due,
@@ -166,7 +167,7 @@ async fn bring_up_to_date(
     Outcome::Shown { status, posted }
 }
 
-async fn read_widget(state: &AppState, id: &str) -> Result<widgets::WidgetRow, String> {
+async fn read_widget(state: &Core, id: &str) -> Result<widgets::WidgetRow, String> {
     let id = WidgetId::parse(id).ok_or("a stored widget id is unreadable")?;
     let mut conn = state.db.read.acquire().await.map_err(|e| e.to_string())?;
     widgets::get_widget(&mut conn, &id)
@@ -175,7 +176,7 @@ async fn read_widget(state: &AppState, id: &str) -> Result<widgets::WidgetRow, S
 }
 
 /// Keeps what a message came to; schedules the next attempt or gives up.
-async fn record(state: &AppState, due: &Due, outcome: Outcome) -> sqlx::Result<()> {
+async fn record(state: &Core, due: &Due, outcome: Outcome) -> sqlx::Result<()> {
     let now = clock::now_ms();
     let mut tx = state.db.begin_write().await?;
     match outcome {

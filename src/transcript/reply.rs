@@ -3,22 +3,12 @@
 //! transcript message (role `user`, with its author) and a resume prompt,
 //! in one transaction with its event and audit row.
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::post;
-use serde::Deserialize;
-
 use super::{Role, insert_text};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::web::pages::{self, read_form};
-use crate::web::{CurrentUser, check_csrf};
-use crate::{AppState, prompts, secrets, sessions};
+use crate::{Core, prompts, secrets, sessions};
 
 /// The longest reply, in characters: a message to the agent, not a document.
 pub const MAX_REPLY_CHARS: usize = 4_000;
@@ -65,7 +55,7 @@ pub struct Reply {
 /// (`Need::Answer`); refused with `answer_contains_secret` when the text
 /// holds one of the creator's stored values.
 pub async fn post_reply(
-    state: &AppState,
+    state: &Core,
     id: &str,
     user: (&crate::ids::UserId, &str),
     text: &ReplyText,
@@ -98,47 +88,6 @@ pub async fn post_reply(
         session: id,
         message_id,
     })
-}
-
-pub fn router() -> Router<AppState> {
-    Router::new().route("/sessions/{id}/reply", post(reply_form))
-}
-
-#[derive(Deserialize)]
-struct ReplyForm {
-    #[serde(default)]
-    csrf_token: Option<String>,
-    #[serde(default)]
-    text: String,
-}
-
-/// `POST /sessions/{id}/reply` (urlencoded `text`, `csrf_token`): back to
-/// the new message in the transcript, or the transcript with the reason
-/// beside an empty reply box.
-async fn reply_form(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    client: ClientAddr,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<Response> {
-    let form: ReplyForm = read_form(&body)?;
-    check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
-    let written = async {
-        let text = ReplyText::parse(&form.text)?;
-        post_reply(&state, &id, (&user.id, &user.name), &text, &client).await
-    };
-    match written.await {
-        Ok(reply) => {
-            let to = format!("/sessions/{}#m-{}", reply.session, reply.message_id);
-            Ok(Redirect::to(&to).into_response())
-        }
-        Err(err @ (AppError::Invalid { .. } | AppError::Conflict { .. })) => {
-            Ok(pages::reply_refused(&state, &user, &id, err).await)
-        }
-        Err(err) => Err(err),
-    }
 }
 
 #[cfg(test)]

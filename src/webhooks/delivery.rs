@@ -21,7 +21,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::breaker::Breakers;
 use super::{Format, SecretBytes, address, signing_key};
-use crate::AppState;
+use crate::Core;
 use crate::clock;
 
 /// Attempts per notice; after the last one it is marked failed.
@@ -41,7 +41,7 @@ const BACKOFF: [i64; 7] = [1, 6, 24, 120, 360, 720, 2160];
 /// The sender's shared state: what is in flight, per owner, and the
 /// endpoints' circuit breakers.
 struct Sender {
-    state: AppState,
+    state: Arc<Core>,
     client: reqwest::Client,
     slots: Arc<Semaphore>,
     in_flight: Mutex<HashSet<i64>>,
@@ -64,7 +64,7 @@ struct Due {
 
 /// Sends due notices until the process ends. Started by `serve` (and by
 /// tests that want deliveries).
-pub async fn run(state: AppState) {
+pub async fn run(state: Arc<Core>) {
     let allow_private = state.settings.webhooks_allow_private;
     let client = match reqwest::Client::builder()
         .timeout(TIMEOUT)
@@ -181,7 +181,7 @@ async fn send_done(sender: &Sender, notice: &Due, outcome: Outcome) {
 
 /// Moves an endpoint's waiting notices to the end of its cool-down (not
 /// an attempt: none is counted).
-async fn postpone(state: &AppState, endpoint: &str, until: i64) -> sqlx::Result<()> {
+async fn postpone(state: &Core, endpoint: &str, until: i64) -> sqlx::Result<()> {
     let mut tx = state.db.begin_write().await?;
     sqlx::query(
         "UPDATE webhook_outbox SET next_attempt_at = $1 WHERE endpoint_id = $2 \
@@ -340,7 +340,7 @@ fn summary(payload: &Value) -> String {
 
 /// Keeps the attempt's outcome; schedules the next one or gives up (at
 /// once for a refused address).
-async fn record(state: &AppState, notice: &Due, outcome: Outcome) -> sqlx::Result<()> {
+async fn record(state: &Core, notice: &Due, outcome: Outcome) -> sqlx::Result<()> {
     let now = clock::now_ms();
     let attempts = notice.attempts + 1;
     let (status, error, delivered, refused) = match outcome {

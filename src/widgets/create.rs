@@ -17,7 +17,7 @@ use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::sessions::{self, Session};
-use crate::{AppState, clock, events};
+use crate::{Core, clock, events};
 
 /// Most widgets one session may have waiting at once.
 pub const MAX_PENDING_PER_SESSION: i64 = 50;
@@ -35,7 +35,7 @@ pub fn validate<R: Request>(input: R::Input) -> AppResult<(ParamsOf<R>, u64)> {
 /// when the kind finds nothing to ask.
 #[instrument(skip_all, fields(kind = R::NAME))]
 pub async fn create<R: Request>(
-    state: &AppState,
+    state: &Core,
     session_id: &SessionId,
     params: ParamsOf<R>,
     cause: Cause<'_>,
@@ -48,7 +48,7 @@ pub async fn create<R: Request>(
 /// the same transaction (`409 widget_not_pending`, and nothing created,
 /// when a person answered that one first).
 pub async fn create_living<R: Request>(
-    state: &AppState,
+    state: &Core,
     session_id: &SessionId,
     params: ParamsOf<R>,
     life: &Life,
@@ -80,7 +80,7 @@ pub async fn create_living<R: Request>(
 
 /// A new widget row for `session`: pending, or born terminal with `result`.
 fn new_row(
-    state: &AppState,
+    state: &Core,
     session: &Session,
     kind: &str,
     params: String,
@@ -121,7 +121,7 @@ async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppRe
 /// and audit row; a widget born terminal also gets its prompt at once.
 async fn insert_widget(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     cause: &Cause<'_>,

@@ -6,15 +6,12 @@
 //! connection in full. If the caller went away first (a dropped connection,
 //! an MCP `notifications/cancelled`, a client-side timeout), the prompt stays
 //! queued and the agent host delivers it: at least once, never zero times.
+//! The response side (`Waited::into_response`, `ack_when_sent`,
+//! `on_body_end`) is in `api/respond.rs`.
 
-use axum::Json;
-use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::AppState;
+use crate::Core;
 use crate::ids::{SessionId, WidgetId};
 use crate::prompts;
 
@@ -34,60 +31,9 @@ pub struct Waited {
     pub answered: Option<Answered>,
 }
 
-impl Waited {
-    /// A REST response whose prompt is acknowledged once its body is sent.
-    pub fn into_response(self, state: &AppState, status: StatusCode) -> Response {
-        let response = (status, Json(self.body)).into_response();
-        match self.answered {
-            Some(answered) => ack_when_sent(state.clone(), response, answered),
-            None => response,
-        }
-    }
-}
-
-/// Wraps `response` so that `answered`'s prompt is acknowledged after the
-/// last byte of the body was taken by the connection; a body dropped before
-/// that (the client went away) acknowledges nothing.
-pub fn ack_when_sent(state: AppState, response: Response, answered: Answered) -> Response {
-    on_body_end(response, move |sent| {
-        if sent {
-            tokio::spawn(async move { acknowledge(&state, &answered).await });
-        }
-    })
-}
-
-/// Calls `then(true)` once the connection has taken the whole body of
-/// `response`, or `then(false)` if the body is dropped before that.
-pub fn on_body_end(response: Response, then: impl FnOnce(bool) + Send + 'static) -> Response {
-    struct Guard<F: FnOnce(bool)> {
-        then: Option<F>,
-        sent: bool,
-    }
-    impl<F: FnOnce(bool)> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(then) = self.then.take() {
-                then(self.sent);
-            }
-        }
-    }
-    let mut guard = Guard {
-        then: Some(then),
-        sent: false,
-    };
-    let (parts, body) = response.into_parts();
-    // Polled only after every frame before it was taken.
-    let tail = futures_util::stream::once(async move {
-        guard.sent = true;
-        drop(guard);
-        Ok::<_, axum::Error>(Bytes::new())
-    });
-    let body = Body::from_stream(body.into_data_stream().chain(tail));
-    Response::from_parts(parts, body)
-}
-
 /// Marks the widget's prompt delivered. A failure only means the host
 /// delivers it once more, so it is logged and not retried.
-pub async fn acknowledge(state: &AppState, answered: &Answered) {
+pub async fn acknowledge(state: &Core, answered: &Answered) {
     let result = async {
         let mut tx = state.db.begin_write().await?;
         prompts::ack_widget(&mut tx, &answered.session, &answered.widget).await?;

@@ -20,7 +20,7 @@ use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
 use crate::sessions::{self, Session};
-use crate::{AppState, clock, events, prompts};
+use crate::{Core, clock, events, prompts};
 
 /// The session if it is not archived; `409 session_archived` otherwise.
 pub fn live(session: Session) -> AppResult<Session> {
@@ -38,7 +38,7 @@ pub fn live(session: Session) -> AppResult<Session> {
 /// answer. A kind this version does not know is refused with `422
 /// unsupported_widget`.
 pub async fn submit(
-    state: &AppState,
+    state: &Core,
     row: &WidgetRow,
     by: Answerer<'_>,
     body: AnswerBody,
@@ -54,7 +54,7 @@ pub async fn submit(
 /// and applied in the transaction that takes the widget out of `pending`.
 #[instrument(skip_all)]
 pub(crate) async fn submit_as<K: Kind>(
-    state: &AppState,
+    state: &Core,
     id: &WidgetId,
     by: Answerer<'_>,
     body: AnswerBody,
@@ -117,7 +117,7 @@ fn not_for_agent_client() -> AppError {
 /// with [`typed::NOTE`]'s rules); a note holding one of the creator's
 /// stored values is refused.
 pub async fn dismiss_widget(
-    state: &AppState,
+    state: &Core,
     id: &WidgetId,
     user: &UserId,
     note: Option<String>,
@@ -235,7 +235,7 @@ struct Answer<'a> {
 /// event and audit row, then the commit and the wake-up.
 async fn finish(
     mut tx: crate::db::WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     answer: Answer<'_>,
@@ -276,7 +276,7 @@ pub(super) struct Change<'a> {
 /// pending any more.
 pub(super) async fn transition(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     change: Change<'_>,
@@ -292,7 +292,7 @@ pub(super) async fn transition(
 
 pub(super) async fn after_resolution(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     to: WidgetStatus,
@@ -341,7 +341,7 @@ pub(super) async fn after_resolution(
 /// transaction.
 pub(super) async fn notify(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     event: &'static str,
@@ -368,7 +368,7 @@ pub(super) async fn notify(
 /// kind; one this version cannot read still ends, with a generic prompt.
 async fn lapse(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     to: WidgetStatus,
     cause: &Cause<'_>,
@@ -391,7 +391,7 @@ async fn lapse(
 /// that was answered first is left as it is and returned, so that the
 /// caller hands on that answer instead.
 pub async fn expire_unwaited(
-    state: &AppState,
+    state: &Core,
     id: &WidgetId,
     why: &str,
     cause: Cause<'_>,
@@ -425,7 +425,7 @@ pub async fn expire_unwaited(
 }
 
 /// Expires every pending widget whose TTL has passed. Returns how many.
-pub async fn expire_due(state: &AppState) -> AppResult<usize> {
+pub async fn expire_due(state: &Core) -> AppResult<usize> {
     let mut expired = 0;
     loop {
         let mut tx = state.db.begin_write().await?;
@@ -452,7 +452,7 @@ pub async fn expire_due(state: &AppState) -> AppResult<usize> {
 /// Archives a session: its agent token stops working and its pending
 /// widgets are cancelled, each with its prompt. Idempotent.
 pub async fn archive_session(
-    state: &AppState,
+    state: &Core,
     session_id: &SessionId,
     cause: Cause<'_>,
 ) -> AppResult<usize> {

@@ -23,7 +23,7 @@ use sqlx::AnyConnection;
 
 use super::card::{Badge, Card};
 use super::{WidgetStatus, WidgetView};
-use crate::AppState;
+use crate::Core;
 use crate::api::parse_json;
 use crate::audit::ClientAddr;
 use crate::error::{AppError, AppResult};
@@ -210,7 +210,7 @@ pub const AGENT_CLIENT_KINDS: &[&str] = &["ask", "ask_user", "clarification", "f
 /// widget's session and who answers.
 pub struct Answering<'a> {
     pub conn: &'a mut AnyConnection,
-    pub state: &'a AppState,
+    pub state: &'a Core,
     pub session: &'a Session,
     /// The answering person; the session's creator for an answer of the
     /// agent's MCP client (whose kinds never use it).
@@ -337,7 +337,7 @@ pub(crate) trait Registered: Send + Sync {
     fn public_params(&self, params: &mut Value);
     fn submit<'a>(
         &'a self,
-        state: &'a AppState,
+        state: &'a Core,
         id: &'a WidgetId,
         by: Answerer<'a>,
         body: AnswerBody,
@@ -368,7 +368,7 @@ impl<K: Kind> Registered for Entry<K> {
 
     fn submit<'a>(
         &'a self,
-        state: &'a AppState,
+        state: &'a Core,
         id: &'a WidgetId,
         by: Answerer<'a>,
         body: AnswerBody,

@@ -15,7 +15,7 @@ use sqlx::AnyConnection;
 use super::engine::{self, Change};
 use super::kind;
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, get_widget, store, typed};
-use crate::AppState;
+use crate::Core;
 use crate::api::parse_value;
 use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
@@ -127,7 +127,7 @@ pub fn split(args: &mut Map<String, Value>, ttl_ms: i64) -> AppResult<Life> {
 /// transition lets one of them win.
 pub(super) async fn withdraw(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     reason: Option<&str>,
     replaced_by: Option<&WidgetId>,
@@ -160,7 +160,7 @@ pub(super) async fn withdraw(
 /// found) and still pending.
 pub(super) async fn replace(
     tx: &mut WriteTx,
-    state: &AppState,
+    state: &Core,
     session: &SessionId,
     (old, reason): &(WidgetId, Option<String>),
     new: &WidgetId,
@@ -177,7 +177,7 @@ pub(super) async fn replace(
 /// optional reason shown to the person. Another session's widget is not
 /// found; one that is no longer pending is `409 widget_not_pending`.
 pub async fn cancel_by_agent(
-    state: &AppState,
+    state: &Core,
     id: &WidgetId,
     agent: &SessionId,
     reason: Option<String>,

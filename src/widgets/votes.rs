@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::kind::Answerer;
 use super::{WidgetRow, WidgetStatus, WidgetView};
-use crate::AppState;
+use crate::Core;
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{AppError, AppResult};
 use crate::events;
@@ -16,7 +16,7 @@ use crate::events;
 /// widget_not_pending` if it was answered in between.
 pub(super) async fn record(
     mut tx: crate::db::WriteTx,
-    state: &AppState,
+    state: &Core,
     widget: &WidgetRow,
     pending: &Value,
     by: Answerer<'_>,

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Answered, Created, Waited, WidgetId, WidgetStatus, WidgetView, get_widget};
-use crate::AppState;
+use crate::Core;
 use crate::error::{AppError, AppResult};
 
 /// Longest a caller may wait for the answer.
@@ -26,7 +26,7 @@ pub fn check_wait(wait: Option<u64>) -> AppResult<u64> {
 /// says plainly that nothing came in time and the answer will be a prompt.
 /// The prompt of an answer handed back here stays queued until the caller
 /// has the response (see [`super::delivery`]).
-pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> AppResult<Waited> {
+pub async fn after_waiting(state: &Core, created: Created, wait: u64) -> AppResult<Waited> {
     if wait == 0 || created.status != WidgetStatus::Pending {
         let body = json!({ "widget_id": created.widget_id, "status": created.status });
         return Ok(Waited {
@@ -68,7 +68,7 @@ pub async fn after_waiting(state: &AppState, created: Created, wait: u64) -> App
 /// queued: the caller acknowledges it once the answer reached its client
 /// (see [`super::delivery`]).
 pub async fn wait_for_answer(
-    state: &AppState,
+    state: &Core,
     widget: &WidgetId,
     seconds: u64,
 ) -> AppResult<WidgetView> {

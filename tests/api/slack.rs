@@ -97,7 +97,7 @@ impl FakeSlack {
 pub async fn slack_app() -> (TestApp, FakeSlack) {
     let (fake, base) = FakeSlack::start().await;
     let app = spawn_app_with(|s| s.slack_api_base = base).await;
-    tokio::spawn(widgetd::slack::delivery::run(app.state.clone()));
+    tokio::spawn(widgetd::slack::delivery::run(app.state.core.clone()));
     app.user("root", Role::Admin).await;
     let admin = app.login("root").await;
     let r = app

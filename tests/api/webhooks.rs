@@ -115,7 +115,7 @@ async fn notices_are_signed_retried_and_never_carry_a_value() {
         s.webhooks_allow_private = true;
     })
     .await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
     let Scene {
         host,
         session,
@@ -328,7 +328,7 @@ impl Silent {
 #[tokio::test]
 async fn private_addresses_are_refused_and_nothing_is_sent() {
     let app = spawn_app_with(|s| s.webhook_retry_base_ms = 100).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
     let Scene {
         host,
         session,
@@ -432,7 +432,7 @@ async fn private_addresses_are_refused_and_nothing_is_sent() {
 #[tokio::test]
 async fn one_users_hanging_receivers_do_not_delay_another_users_notice() {
     let app = spawn_app_with(|s| s.webhooks_allow_private = true).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
     let alice = scene(&app, "alice").await;
     let bob = scene(&app, "bob").await;
     let silent = Silent::start().await;
@@ -489,7 +489,7 @@ async fn one_users_hanging_receivers_do_not_delay_another_users_notice() {
 #[tokio::test]
 async fn an_ntfy_notice_has_a_view_action_to_the_widgets_page_and_nothing_that_answers() {
     let app = spawn_app_with(|s| s.webhooks_allow_private = true).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.clone()));
+    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
     let alice = scene(&app, "alice").await;
     let (receiver, url) = Receiver::start(&[]).await;
     add_webhook(&app, &alice.host, &url, "ntfy").await;

@@ -1,6 +1,8 @@
 //! Widgets over HTTP: agents create and read them with their token; people
 //! answer them with their cookie session (CSRF-checked).
 
+pub mod respond;
+
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -86,7 +88,7 @@ async fn create_widget<R: Request>(
     };
     let created = create_living::<R>(&state, &session.id, params, &life, cause).await?;
     let waited = after_waiting(&state, created, wait).await?;
-    Ok(waited.into_response(&state, StatusCode::CREATED))
+    Ok(waited.into_response(&state.core, StatusCode::CREATED))
 }
 
 /// `GET /api/v1/widgets/{id}`: the sanitized state, to the widget's agent
