@@ -1,21 +1,24 @@
-//! The tools of a widget's life (`cancel_widget`, `list_pending_widgets`),
+//! The tools of a widget's life (`get_widget_status`, `cancel_widget`,
+//! `list_pending_widgets`),
 //! the fields every creating tool shares in its schema (`expires_in_seconds`,
 //! `replaces`, see `crate::widgets::life`), and the tool names of other
 //! systems accepted as aliases of ours.
 
 use std::sync::Arc;
 
-use rmcp::RoleServer;
-use rmcp::model::JsonObject;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tools::{AgentTools, caller};
+use super::tools::{AgentTools, caller, parse_args, respond, schema};
+use crate::access::{self, Caller, Need};
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
-use crate::widgets::{self, Cause, WidgetId, WidgetStatus, life};
+use crate::widgets::{self, Cause, WidgetId, WidgetStatus, WidgetView, life};
 
 /// Tool names of the systems widgetd's tools come from, accepted in
 /// `tools/call` as the tool they name here, and never listed by
@@ -104,5 +107,93 @@ impl AgentTools {
         let pending = WidgetStatus::Pending;
         let widgets = life::list(&mut conn, &agent.session_id, pending).await?;
         Ok(life::listing(&agent.session_id, pending, widgets))
+    }
+}
+
+/// The arguments of `get_widget_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WidgetStatusInput {
+    /// The `widget_id` that `request_env_vars` returned.
+    widget_id: String,
+}
+
+impl AgentTools {
+    async fn widget_status(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        widget_id: &str,
+    ) -> AppResult<Value> {
+        let agent = caller(ctx)?;
+        let id = WidgetId::parse(widget_id).ok_or(AppError::NotFound("widget"))?;
+        let widget = widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await?;
+        // Another session's widget is reported missing, not forbidden, so an
+        // agent cannot learn which ids exist elsewhere.
+        let caller = Caller::Agent(&agent.session_id);
+        access::authorize(&self.state, caller, widget.session_id.as_str(), Need::Watch)
+            .await
+            .map_err(|_| AppError::NotFound("widget"))?;
+        let view = WidgetView::from(widget);
+        Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
+    }
+}
+
+#[tool_router(router = life_tools, vis = "pub(super)")]
+impl AgentTools {
+    /// The current state of a widget you created in this session: its
+    /// status (`pending`, `submitted`, `dismissed`, `expired`, `cancelled`
+    /// or `already_present`), its parameters and its result (names and
+    /// scope, never a value). There is no need to poll: you are resumed
+    /// with a message when the widget resolves.
+    #[tool(
+        input_schema = schema::<WidgetStatusInput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_widget_status(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call = async {
+            let input: WidgetStatusInput = parse_args(args)?;
+            self.widget_status(&ctx, &input.widget_id).await
+        };
+        respond(call.await)
+    }
+
+    /// Withdraw a pending request you made in this session (it was asked
+    /// by mistake, or is no longer needed), with an optional `reason` the
+    /// user sees on its card. To ask an amended one instead, create the new
+    /// request with `replaces: {widget_id, reason}`, which withdraws the old
+    /// one in the same step. Refused with `widget_not_pending` once the user
+    /// answered: then the answer stands and arrives as usual.
+    #[tool(input_schema = schema::<CancelInput>())]
+    async fn cancel_widget(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call = async { self.cancel(&ctx, parse_args(args)?).await };
+        respond(call.await)
+    }
+
+    /// The requests of this session still waiting for the user, newest
+    /// first, with their parameters (never a secret value): to recover
+    /// what you asked after losing your context. Answers still arrive as
+    /// messages; there is no need to poll.
+    #[tool(
+        input_schema = schema::<ListInput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_pending_widgets(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call = async {
+            let _: ListInput = parse_args(args)?;
+            self.list_pending(&ctx).await
+        };
+        respond(call.await)
     }
 }

@@ -11,12 +11,15 @@
 
 mod answers;
 mod apps;
+mod create;
 mod elicit;
 mod fields_form;
 mod inflight;
 mod life;
 mod modes;
 mod offers;
+mod questions;
+mod requests;
 mod schema;
 mod scrub;
 mod sessions;
