@@ -196,7 +196,7 @@ pub struct ServeArgs {
     /// `"elicitation": "form"` or `"both"`), `both` or `off` (every answer
     /// in the transcript). Approvals are never answered in a form.
     #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "url")]
-    pub elicitation: crate::mcp::Elicitation,
+    pub elicitation: crate::sessions::Elicitation,
     /// Let webhooks go to loopback, private, link-local and other
     /// non-public addresses (refused by default: a member could otherwise
     /// reach services inside the daemon's network).

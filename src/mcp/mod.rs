@@ -16,7 +16,6 @@ mod elicit;
 mod fields_form;
 mod inflight;
 mod life;
-mod modes;
 mod offers;
 mod questions;
 mod requests;
@@ -25,7 +24,7 @@ mod scrub;
 mod sessions;
 mod tools;
 
-pub use modes::Elicitation;
+pub use crate::sessions::Elicitation;
 
 use std::sync::Arc;
 

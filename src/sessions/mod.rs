@@ -2,9 +2,11 @@
 
 mod agent_token;
 pub mod api;
+mod elicitation;
 mod store;
 
 pub use agent_token::{Revoked, revoke_agent_token};
+pub use elicitation::Elicitation;
 
 use secrecy::SecretString;
 use serde::Serialize;
@@ -104,7 +106,7 @@ pub async fn create_session(
 pub async fn set_elicitation(
     conn: &mut AnyConnection,
     id: &SessionId,
-    modes: crate::mcp::Elicitation,
+    modes: Elicitation,
 ) -> AppResult<()> {
     Ok(store::set_elicitation(conn, id, modes).await?)
 }
@@ -112,10 +114,7 @@ pub async fn set_elicitation(
 /// The MCP elicitation modes a session allows: its own setting, or `url`
 /// when it has none (form mode only where the host opted in); the
 /// daemon's setting narrows it further.
-pub async fn elicitation(
-    conn: &mut AnyConnection,
-    id: &SessionId,
-) -> AppResult<crate::mcp::Elicitation> {
+pub async fn elicitation(conn: &mut AnyConnection, id: &SessionId) -> AppResult<Elicitation> {
     Ok(store::elicitation(conn, id).await?.unwrap_or_default())
 }
 

@@ -2,10 +2,10 @@
 
 use sqlx::AnyConnection;
 
+use super::Elicitation;
 use super::{Session, Sharing};
 use crate::auth::bump_epoch;
 use crate::ids::SessionId;
-use crate::mcp::Elicitation;
 
 pub(super) async fn insert_session(conn: &mut AnyConnection, s: &Session) -> sqlx::Result<()> {
     sqlx::query("INSERT INTO sessions (id, creator_id, title, created_at) VALUES ($1, $2, $3, $4)")

@@ -3,7 +3,6 @@
 mod account;
 mod admin;
 pub mod auth;
-pub(crate) mod markdown;
 pub mod pages;
 mod session_settings;
 mod session_store;

@@ -24,6 +24,7 @@ pub mod env_vars;
 pub mod fields;
 pub mod kind;
 pub mod life;
+pub(crate) mod markdown;
 #[cfg(test)]
 mod properties;
 mod store;

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{AskParams, SimpleKind};
 use crate::error::AppResult;
-use crate::web::markdown;
 use crate::widgets::card::{self, Card};
+use crate::widgets::markdown;
 
 /// One choice of a question as shown.
 struct OptionView {

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::types::{ClarificationType, Mode, Part, Structured};
 use crate::error::{AppError, AppResult};
-use crate::web::markdown;
 use crate::widgets::card;
+use crate::widgets::markdown;
 
 const MIN_OPTIONS: usize = 2;
 const MAX_OPTIONS: usize = 10;

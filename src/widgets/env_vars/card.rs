@@ -5,8 +5,8 @@ use askama::Template;
 
 use super::{EnvVarsParams, ScopeChoice};
 use crate::error::AppResult;
-use crate::web::markdown;
 use crate::widgets::card::{self, Card};
+use crate::widgets::markdown;
 
 /// One input of the form.
 struct NameField {

@@ -1,6 +1,7 @@
-//! Which MCP elicitation modes widgetd may use: the operator's choice
-//! (`serve --elicitation`, `url` unless set), narrowed per session (`POST
-//! /api/v1/sessions` with `"elicitation"`; `url` unless the host opts in).
+//! Which MCP elicitation modes widgetd may use (also `mcp::Elicitation`):
+//! the operator's choice (`serve --elicitation`, `url` unless set), narrowed
+//! per session (`POST /api/v1/sessions` with `"elicitation"`; `url` unless
+//! the host opts in).
 //! A mode is used only when both allow it and the agent's MCP client
 //! declares it. Form mode is therefore off unless both the operator and
 //! the session's host turned it on: a form is answered by the agent's own
@@ -32,7 +33,7 @@ crate::db::text_enum!(Elicitation {
 });
 
 impl Elicitation {
-    pub(super) fn from_flags(url: bool, form: bool) -> Self {
+    pub(crate) fn from_flags(url: bool, form: bool) -> Self {
         match (url, form) {
             (true, true) => Self::Both,
             (true, false) => Self::Url,
