@@ -10,7 +10,7 @@
 use crate::crypto::Keyring;
 use crate::db::Db;
 use crate::events::Hub;
-use crate::{auth, forwarded, host_name, prompts, sessions, slack};
+use crate::{auth, forwarded, prompts, sessions, slack};
 
 /// The database, the keyring, the settings, the event hub and the auth
 /// cache: everything the domain needs, shared as `Arc<Core>` by whoever
@@ -105,6 +105,19 @@ impl Settings {
             .find('/')
             .map_or(self.public_url.len(), |i| after_scheme + i);
         &self.public_url[..end]
+    }
+}
+
+/// The name of `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6
+/// address.
+pub(crate) fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match host.rsplit_once(':') {
+        // More than one colon and no brackets: a bare IPv6 address.
+        Some((name, _)) if !name.contains(':') => name,
+        _ => host,
     }
 }
 

@@ -54,6 +54,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
+use crate::core::host_name;
 pub use crate::core::{Core, Settings};
 use crate::crypto::Keyring;
 use crate::db::Db;
@@ -183,19 +184,6 @@ fn host_allowed(allowed: &[String], host: &str) -> bool {
     allowed
         .iter()
         .any(|entry| host_name(entry.trim()).eq_ignore_ascii_case(name))
-}
-
-/// The name of `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6
-/// address.
-pub(crate) fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or_default();
-    }
-    match host.rsplit_once(':') {
-        // More than one colon and no brackets: a bare IPv6 address.
-        Some((name, _)) if !name.contains(':') => name,
-        _ => host,
-    }
 }
 
 /// `X-Accel-Buffering: no` on every response that streams or waits: event
