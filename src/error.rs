@@ -80,6 +80,9 @@ impl AppError {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
             _ if self.connection_lost() => (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable"),
+            Self::Database(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                (StatusCode::CONFLICT, "already_exists")
+            }
             Self::Database(e) if crate::db::is_corrupt(e) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "database_corrupt")
             }
@@ -93,6 +96,12 @@ impl AppError {
 const CORRUPT_MESSAGE: &str = "widgetd's database is damaged, so this was not answered \
     (nothing was changed and no data from the damaged part is served). The operator should stop \
     widgetd and run `widgetd check`, which says what is damaged and what to do";
+
+/// Two writers created the same thing at once (the CLI beside the daemon,
+/// or two daemons on PostgreSQL): the database's unique index stops the
+/// second, which is a conflict, not a failure of widgetd's.
+const ALREADY_EXISTS_MESSAGE: &str = "that already exists: another request created it at the \
+    same moment. Reload to see it, or choose another name";
 
 const CONNECTION_MESSAGE: &str = "widgetd lost its connection to the database (restarted or \
     unreachable), so this may not have been done. It reconnects by itself: retry in a moment";
@@ -131,6 +140,10 @@ impl AppError {
         } else if code == "storage_unavailable" {
             tracing::error!(error = %self, "the database could not be written");
             STORAGE_MESSAGE.to_owned()
+        } else if code == "already_exists" {
+            // The constraint's own text names tables and columns: not for
+            // the client.
+            ALREADY_EXISTS_MESSAGE.to_owned()
         } else if code == "database_corrupt" {
             tracing::error!(error = %self, "the database file is damaged; run `widgetd check`");
             CORRUPT_MESSAGE.to_owned()
@@ -190,3 +203,31 @@ impl IntoResponse for AppError {
 
 /// Result alias for handlers and domain functions reached from HTTP.
 pub type AppResult<T> = Result<T, AppError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::Connection;
+
+    /// A unique index that stops the second of two concurrent creations is
+    /// a conflict, told without the constraint's table and column names.
+    #[tokio::test]
+    async fn a_unique_violation_is_a_409_that_names_no_table() {
+        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:")
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE people (name TEXT NOT NULL UNIQUE)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let insert = "INSERT INTO people (name) VALUES ('ada')";
+        sqlx::query(insert).execute(&mut conn).await.unwrap();
+        let err = sqlx::query(insert).execute(&mut conn).await.unwrap_err();
+        let (status, body) = AppError::from(err).to_body();
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(body["error"]["code"], "already_exists");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("people"), "{message}");
+        assert!(!message.contains("name TEXT"), "{message}");
+    }
+}
