@@ -402,12 +402,11 @@ async fn the_agents_client_answers_only_questions_of_its_own_live_session() {
         &client,
     );
     assert_eq!(refusal(archived.await), "session_archived");
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let session = sessions::get_session(&mut conn, f.session()).await.unwrap();
+    drop(conn);
     assert!(matches!(
-        live(
-            sessions::get_session(&mut *f.state.db.read.acquire().await.unwrap(), f.session())
-                .await
-                .unwrap()
-        ),
+        live(session),
         Err(AppError::Conflict {
             code: "session_archived",
             ..
