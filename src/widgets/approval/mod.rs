@@ -693,11 +693,12 @@ mod tests {
             code(ApprovalParams::parse(&input(&longer, json!({})))),
             "invalid_tool"
         );
-        // The input: 16 KiB as JSON, not a byte more.
-        let at_limit = json!({ "x": "y".repeat(MAX_INPUT_BYTES - 8) });
-        assert_eq!(at_limit.to_string().len(), MAX_INPUT_BYTES);
+        // The input: 16 KiB as JSON, not a byte more (the number as the
+        // docs give it, not the constant, so that a wrong constant fails).
+        let at_limit = json!({ "x": "y".repeat(16_384 - 8) });
+        assert_eq!(at_limit.to_string().len(), 16_384);
         ApprovalParams::parse(&input("t", at_limit)).unwrap();
-        let over = json!({ "x": "y".repeat(MAX_INPUT_BYTES - 7) });
+        let over = json!({ "x": "y".repeat(16_384 - 7) });
         assert_eq!(
             code(ApprovalParams::parse(&input("t", over))),
             "input_too_large"
