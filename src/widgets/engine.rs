@@ -472,3 +472,7 @@ pub async fn archive_session(
     state.hub.publish(session_id);
     Ok(pending.len())
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

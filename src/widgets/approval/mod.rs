@@ -678,4 +678,171 @@ mod tests {
             )
         );
     }
+
+    #[test]
+    fn limits_hold_at_their_exact_bounds() {
+        let code = |r: AppResult<ApprovalParams>| match r {
+            Err(AppError::Invalid { code, .. }) => code,
+            other => panic!("{other:?}"),
+        };
+        // The tool's name: 100 characters (not bytes), not 101.
+        let tool = "é".repeat(MAX_TOOL_CHARS);
+        ApprovalParams::parse(&input(&tool, json!({}))).unwrap();
+        let longer = format!("{tool}x");
+        assert_eq!(
+            code(ApprovalParams::parse(&input(&longer, json!({})))),
+            "invalid_tool"
+        );
+        // The input: 16 KiB as JSON, not a byte more (the number as the
+        // docs give it, not the constant, so that a wrong constant fails).
+        let at_limit = json!({ "x": "y".repeat(16_384 - 8) });
+        assert_eq!(at_limit.to_string().len(), 16_384);
+        ApprovalParams::parse(&input("t", at_limit)).unwrap();
+        let over = json!({ "x": "y".repeat(16_384 - 7) });
+        assert_eq!(
+            code(ApprovalParams::parse(&input("t", over))),
+            "input_too_large"
+        );
+        // The reason: 500 characters (not bytes), not 501.
+        for (chars, accepted) in [
+            (1, true),
+            (MAX_REASON_CHARS, true),
+            (MAX_REASON_CHARS + 1, false),
+        ] {
+            let mut request = input("t", json!({}));
+            request.reason = Some("é".repeat(chars));
+            let parsed = ApprovalParams::parse(&request);
+            if accepted {
+                parsed.unwrap_or_else(|e| panic!("a reason of {chars}: {e:?}"));
+            } else {
+                assert_eq!(code(parsed), "invalid_reason");
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_needs_a_plain_tool_name_and_counts_its_approvers() {
+        let code = |r: AppResult<ApprovalParams>| match r {
+            Err(AppError::Invalid { code, .. }) => code,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            code(ApprovalParams::parse(&input("Ba\tsh", json!({})))),
+            "invalid_tool"
+        );
+        let mut request = input("Bash", json!({}));
+        assert_eq!(ApprovalParams::parse(&request).unwrap().quorum(), 1);
+        request.approvers = Some(2);
+        assert_eq!(ApprovalParams::parse(&request).unwrap().quorum(), 2);
+    }
+
+    #[test]
+    fn a_decision_keeps_its_comment_within_bounds_and_says_what_was_decided() {
+        let f = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let comment = |chars: usize| "é".repeat(chars);
+        let at_limit = comment(MAX_REASON_CHARS);
+        let kept = parse_decision(&f(&[("decision", "once"), ("comment", &at_limit)])).unwrap();
+        assert_eq!(kept.reason.as_deref(), Some(at_limit.as_str()));
+        let over = comment(MAX_REASON_CHARS + 1);
+        assert!(matches!(
+            parse_decision(&f(&[("decision", "deny"), ("comment", &over)])),
+            Err(AppError::Invalid {
+                code: "invalid_reason",
+                ..
+            })
+        ));
+        // A blank comment falls back to `reason`; blank both: none.
+        let fallback = parse_decision(&f(&[
+            ("decision", "deny"),
+            ("comment", " "),
+            ("reason", "no"),
+        ]))
+        .unwrap();
+        assert_eq!(fallback.reason.as_deref(), Some("no"));
+        let blank = parse_decision(&f(&[
+            ("decision", "deny"),
+            ("comment", " "),
+            ("reason", " "),
+        ]))
+        .unwrap();
+        assert_eq!(blank.reason, None);
+        // A blank scope is the default; a blank edit is no edit.
+        let always = parse_decision(&f(&[
+            ("decision", "always"),
+            ("scope", ""),
+            ("edited_input", " "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (always.scope, always.edited, always.pattern),
+            (RuleScope::All, None, None)
+        );
+        let edited = parse_decision(&f(&[("decision", "once"), ("edited_input", "{}")])).unwrap();
+        assert_eq!(edited.edited.as_deref(), Some("{}"));
+
+        // What the agent is told: the comment, as `reason` too on a denial;
+        // a kept rule's scope and id.
+        let deny = parse_decision(&f(&[("decision", "deny"), ("comment", "risky")])).unwrap();
+        assert_eq!(
+            result(&deny, "alice", None),
+            json!({ "decision": "deny", "answered_by": "alice", "comment": "risky", "reason": "risky" })
+        );
+        let once = parse_decision(&f(&[("decision", "once"), ("comment", "ok")])).unwrap();
+        assert_eq!(
+            result(&once, "alice", None),
+            json!({ "decision": "once", "answered_by": "alice", "comment": "ok" })
+        );
+        let like = parse_decision(&f(&[
+            ("decision", "always_like"),
+            ("pattern", "git *"),
+            ("scope", "session"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            result(&like, "alice", Some("r1")),
+            json!({
+                "decision": "always",
+                "answered_by": "alice",
+                "scope": "session",
+                "pattern": "git *",
+                "rule_id": "r1",
+            })
+        );
+    }
+
+    #[test]
+    fn a_pattern_rule_holds_to_the_other_fields_and_patterns_are_bounded() {
+        let call = bash(json!({ "command": "git status", "timeout": 5 }));
+        let rule = call.pattern_rule("git *");
+        assert_eq!(call.covered_by(&rule).as_deref(), Some("git *"));
+        let same_fields = bash(json!({ "command": "git log", "timeout": 5 }));
+        assert_eq!(same_fields.covered_by(&rule).as_deref(), Some("git *"));
+        let other_timeout = bash(json!({ "command": "git log", "timeout": 6 }));
+        assert_eq!(other_timeout.covered_by(&rule), None);
+
+        // A pattern has at most 200 characters.
+        let at_limit = format!("echo {}", "a".repeat(195));
+        bash(json!({ "command": at_limit }))
+            .check_pattern(&at_limit)
+            .unwrap();
+        let over = format!("{at_limit}a");
+        assert!(matches!(
+            bash(json!({ "command": over })).check_pattern(&over),
+            Err(AppError::Invalid {
+                code: "invalid_pattern",
+                ..
+            })
+        ));
+
+        // `*` stops at `/` and at a `..` of its own, not at one it only
+        // touches.
+        assert!(pattern_matches("ls .*", "ls ..x"));
+        assert!(!pattern_matches("ls .*", "ls ../x"));
+        assert!(!pattern_matches("ls a*", "ls a..x"));
+    }
 }

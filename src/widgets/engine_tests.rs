@@ -1,0 +1,588 @@
+//! The transition guards on a real SQLite file, without HTTP: who may
+//! answer which widget, that a widget leaves `pending` once and for all,
+//! and what each way out records (prompt, audit row, webhook notice).
+
+use secrecy::SecretString;
+use serde_json::json;
+
+use super::*;
+use crate::Settings;
+use crate::auth::{self, Role};
+use crate::testing::TestDb;
+use crate::widgets::approval::RequestApprovalInput;
+use crate::widgets::ask::AskUserInput;
+use crate::widgets::life::Life;
+use crate::widgets::{Approval, AskUser, Request};
+
+struct Fixture {
+    t: TestDb,
+    state: AppState,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let t = TestDb::new().await;
+        let keyring = {
+            let mut conn = t.conn().await;
+            let keyring = t.keyring(&mut conn).await;
+            keyring.rotate(&mut conn).await.unwrap();
+            keyring
+        };
+        let state = AppState::new(t.db.clone(), keyring, Settings::new("http://127.0.0.1:1"));
+        Self { t, state }
+    }
+
+    fn alice(&self) -> &UserId {
+        &self.t.alice.id
+    }
+
+    fn session(&self) -> &SessionId {
+        &self.t.session
+    }
+
+    /// A pending question of the fixture's session, waiting `ttl_ms` when given.
+    async fn question(&self, ttl_ms: Option<i64>) -> WidgetId {
+        let input: AskUserInput = serde_json::from_value(json!({ "questions": [{
+            "question": "Which database?",
+            "header": "Database",
+            "options": [{ "label": "Postgres" }, { "label": "SQLite" }],
+        }]}))
+        .unwrap();
+        let life = Life {
+            expires_in_ms: ttl_ms,
+            replaces: None,
+        };
+        let params = AskUser::parse(input).unwrap();
+        let created = super::super::create_living::<AskUser>(
+            &self.state,
+            self.session(),
+            params,
+            &life,
+            system(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(created.status, WidgetStatus::Pending);
+        created.widget_id
+    }
+
+    /// A pending approval of the fixture's session.
+    async fn approval(&self) -> WidgetId {
+        let input: RequestApprovalInput = serde_json::from_value(json!({
+            "tool": "Bash",
+            "input": { "command": "ls" },
+            "reason": "look around",
+        }))
+        .unwrap();
+        let params = Approval::parse(input).unwrap();
+        super::super::create::<Approval>(&self.state, self.session(), params, system())
+            .await
+            .unwrap()
+            .widget_id
+    }
+
+    async fn widget(&self, id: &WidgetId) -> WidgetRow {
+        let mut conn = self.state.db.read.acquire().await.unwrap();
+        super::super::get_widget(&mut conn, id).await.unwrap()
+    }
+
+    /// The actions of the session's audit rows about widget `id`.
+    async fn audit_actions(&self, id: &WidgetId) -> Vec<String> {
+        let mut conn = self.state.db.read.acquire().await.unwrap();
+        audit::list(&mut conn, None, Some(self.session().as_str()))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|row| row.widget_id.as_deref() == Some(id.as_str()))
+            .map(|row| row.action)
+            .collect()
+    }
+
+    /// The texts of the prompts still waiting for the agent for widget `id`.
+    async fn prompts_of(&self, id: &WidgetId) -> Vec<String> {
+        let mut conn = self.state.db.read.acquire().await.unwrap();
+        prompts::undelivered(&mut conn, self.session())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.widget_id.as_deref() == Some(id.as_str()))
+            .map(|p| p.text)
+            .collect()
+    }
+
+    /// The events of the webhook notices queued for the session's creator.
+    async fn webhook_events(&self) -> Vec<String> {
+        let mut conn = self.state.db.read.acquire().await.unwrap();
+        sqlx::query_scalar("SELECT event FROM webhook_outbox ORDER BY created_at, event")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+    }
+
+    /// Another user, with no access to the fixture's session.
+    async fn stranger(&self) -> UserId {
+        let mut tx = self.state.db.begin_write().await.unwrap();
+        let password = SecretString::from("another long test password");
+        let bob = auth::create_user(&mut tx, "bob", Role::Member, password)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        bob.id
+    }
+}
+
+fn system() -> Cause<'static> {
+    static CLIENT: std::sync::LazyLock<ClientAddr> = std::sync::LazyLock::new(ClientAddr::default);
+    Cause {
+        actor: &Actor::System,
+        client: &CLIENT,
+    }
+}
+
+fn form(fields: &[(&str, &str)]) -> AnswerBody {
+    AnswerBody::Form(
+        fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), SecretString::from(*v)))
+            .collect(),
+    )
+}
+
+fn pick_postgres() -> AnswerBody {
+    form(&[("answer.0", "Postgres")])
+}
+
+/// The code of a refusal, or a panic naming what came instead.
+fn refusal<T: std::fmt::Debug>(result: AppResult<T>) -> String {
+    match result {
+        Err(AppError::WidgetNotPending(status)) => format!("not_pending:{status}"),
+        Err(AppError::NotFound(what)) => format!("not_found:{what}"),
+        Err(AppError::Conflict { code, .. }) => code.to_owned(),
+        Err(AppError::Invalid { code, .. }) => code.to_owned(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_question_is_answered_once_with_its_prompt_audit_row_and_webhook_notice() {
+    let f = Fixture::new().await;
+    {
+        let mut tx = f.state.db.begin_write().await.unwrap();
+        crate::webhooks::create_endpoint(
+            &mut tx,
+            &f.state.keyring,
+            f.alice(),
+            "http://127.0.0.1:1/hook",
+            "standard",
+        )
+        .await
+        .unwrap();
+        let credentials = crate::slack::Credentials {
+            bot_token: SecretString::from("xoxb-test"),
+            signing_secret: SecretString::from("a signing secret"),
+        };
+        crate::slack::connect(&mut tx, &f.state.keyring, &credentials)
+            .await
+            .unwrap();
+        let code = crate::slack::new_link_code(&mut tx, f.alice())
+            .await
+            .unwrap();
+        crate::slack::redeem_code(&mut tx, &code.code, "T1", "U1")
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let id = f.question(None).await;
+    assert_eq!(f.webhook_events().await, ["widget.created"]);
+    let posts: Vec<String> = {
+        let mut conn = f.state.db.read.acquire().await.unwrap();
+        sqlx::query_scalar("SELECT user_id FROM slack_messages WHERE widget_id = $1")
+            .bind(id.as_str())
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        posts,
+        [f.alice().as_str()],
+        "a Slack message for the linked creator"
+    );
+    let row = f.widget(&id).await;
+    let client = ClientAddr(Some("192.0.2.7".into()));
+    let view = submit(
+        &f.state,
+        &row,
+        Answerer::Person(f.alice()),
+        pick_postgres(),
+        &client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(view.status, WidgetStatus::Submitted);
+    assert_eq!(
+        view.result.unwrap()["answers"]["Which database?"],
+        "Postgres"
+    );
+    assert_eq!(f.widget(&id).await.status, WidgetStatus::Submitted);
+    assert_eq!(
+        f.audit_actions(&id).await,
+        ["widget.create", "widget.submit"]
+    );
+    let prompts = f.prompts_of(&id).await;
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].contains("Postgres"), "{prompts:?}");
+    assert_eq!(
+        f.webhook_events().await,
+        ["widget.created", "widget.resolved"]
+    );
+
+    // A second answer, and a dismissal, find it settled and change nothing.
+    let again = submit(
+        &f.state,
+        &row,
+        Answerer::Person(f.alice()),
+        pick_postgres(),
+        &client,
+    )
+    .await;
+    assert_eq!(refusal(again), "not_pending:submitted");
+    let dismissed = dismiss_widget(&f.state, &id, f.alice(), None, &client).await;
+    assert_eq!(refusal(dismissed), "not_pending:submitted");
+    assert_eq!(
+        f.audit_actions(&id).await,
+        ["widget.create", "widget.submit"]
+    );
+    assert_eq!(f.prompts_of(&id).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_person_without_access_finds_no_widget_to_answer_or_dismiss() {
+    let f = Fixture::new().await;
+    let id = f.question(None).await;
+    let bob = f.stranger().await;
+    let row = f.widget(&id).await;
+    let client = ClientAddr::default();
+    let answered = submit(
+        &f.state,
+        &row,
+        Answerer::Person(&bob),
+        pick_postgres(),
+        &client,
+    )
+    .await;
+    assert_eq!(refusal(answered), "not_found:widget");
+    let dismissed = dismiss_widget(&f.state, &id, &bob, Some("no".into()), &client).await;
+    assert_eq!(refusal(dismissed), "not_found:widget");
+    assert_eq!(f.widget(&id).await.status, WidgetStatus::Pending);
+    assert_eq!(f.audit_actions(&id).await, ["widget.create"]);
+}
+
+#[tokio::test]
+async fn a_widget_past_its_time_is_refused_as_expired_before_the_sweep() {
+    let f = Fixture::new().await;
+    let id = f.question(Some(1)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let row = f.widget(&id).await;
+    let client = ClientAddr::default();
+    let by_person = submit(
+        &f.state,
+        &row,
+        Answerer::Person(f.alice()),
+        pick_postgres(),
+        &client,
+    );
+    assert_eq!(refusal(by_person.await), "not_pending:expired");
+    let by_agent = Answerer::AgentClient(f.session());
+    let by_agent = submit(&f.state, &row, by_agent, pick_postgres(), &client).await;
+    assert_eq!(refusal(by_agent), "not_pending:expired");
+    let dismissed = dismiss_widget(&f.state, &id, f.alice(), None, &client).await;
+    assert_eq!(refusal(dismissed), "not_pending:expired");
+    assert_eq!(
+        f.widget(&id).await.status,
+        WidgetStatus::Pending,
+        "not swept yet"
+    );
+}
+
+#[tokio::test]
+async fn the_agents_client_answers_only_questions_of_its_own_live_session() {
+    let f = Fixture::new().await;
+    let client = ClientAddr::default();
+    let other = {
+        let mut tx = f.state.db.begin_write().await.unwrap();
+        let other = sessions::create_session(&mut tx, f.alice(), "other".into())
+            .await
+            .unwrap()
+            .session
+            .id;
+        tx.commit().await.unwrap();
+        other
+    };
+
+    // Another session's client does not find it.
+    let id = f.question(None).await;
+    let row = f.widget(&id).await;
+    let elsewhere = submit(
+        &f.state,
+        &row,
+        Answerer::AgentClient(&other),
+        pick_postgres(),
+        &client,
+    );
+    assert_eq!(refusal(elsewhere.await), "not_found:widget");
+
+    // An approval is the person's alone, whoever's client asks.
+    let approval = f.approval().await;
+    let approval_row = f.widget(&approval).await;
+    for by in [
+        Answerer::AgentClient(f.session()),
+        Answerer::AgentApp(f.session()),
+    ] {
+        let answered = submit(
+            &f.state,
+            &approval_row,
+            by,
+            form(&[("decision", "once")]),
+            &client,
+        );
+        assert_eq!(refusal(answered.await), "not_answerable_here");
+    }
+    let view = submit(
+        &f.state,
+        &approval_row,
+        Answerer::Person(f.alice()),
+        form(&[("decision", "once")]),
+        &client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(view.status, WidgetStatus::Submitted);
+
+    // Its own session's client answers a question, recorded as itself.
+    let view = submit(
+        &f.state,
+        &row,
+        Answerer::AgentClient(f.session()),
+        pick_postgres(),
+        &client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(view.status, WidgetStatus::Submitted);
+    let again = submit(
+        &f.state,
+        &row,
+        Answerer::AgentApp(f.session()),
+        pick_postgres(),
+        &client,
+    );
+    assert_eq!(refusal(again.await), "not_pending:submitted");
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let rows = audit::list(&mut conn, None, Some(f.session().as_str()))
+        .await
+        .unwrap();
+    drop(conn);
+    let submit_row = rows
+        .iter()
+        .find(|r| r.widget_id.as_deref() == Some(id.as_str()) && r.action == "widget.submit")
+        .expect("an audit row for the answer");
+    assert_eq!(submit_row.actor, format!("mcp-client:{}", f.session()));
+
+    // Once the session is archived, its client answers nothing.
+    let pending = f.question(None).await;
+    let pending_row = f.widget(&pending).await;
+    archive_session(&f.state, f.session(), system())
+        .await
+        .unwrap();
+    let archived = submit(
+        &f.state,
+        &pending_row,
+        Answerer::AgentClient(f.session()),
+        pick_postgres(),
+        &client,
+    );
+    assert_eq!(refusal(archived.await), "session_archived");
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let session = sessions::get_session(&mut conn, f.session()).await.unwrap();
+    drop(conn);
+    assert!(matches!(
+        live(session),
+        Err(AppError::Conflict {
+            code: "session_archived",
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn a_dismissal_keeps_its_note_for_the_agent_and_is_audited() {
+    let f = Fixture::new().await;
+    let id = f.question(None).await;
+    let client = ClientAddr::default();
+    let view = dismiss_widget(
+        &f.state,
+        &id,
+        f.alice(),
+        Some("ask me tomorrow".into()),
+        &client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(view.status, WidgetStatus::Dismissed);
+    let result = view.result.unwrap();
+    assert_eq!(result["note"], "ask me tomorrow");
+    assert_eq!(result["dismissed_by"], "alice");
+    assert_eq!(
+        f.audit_actions(&id).await,
+        ["widget.create", "widget.dismiss"]
+    );
+    let prompts = f.prompts_of(&id).await;
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].contains("ask me tomorrow"), "{prompts:?}");
+}
+
+#[tokio::test]
+async fn the_sweep_expires_exactly_the_widgets_past_their_time_and_counts_them() {
+    let f = Fixture::new().await;
+    let due = [f.question(Some(1)).await, f.question(Some(1)).await];
+    let waiting = f.question(None).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_eq!(expire_due(&f.state).await.unwrap(), 2);
+    for id in &due {
+        assert_eq!(f.widget(id).await.status, WidgetStatus::Expired);
+        assert_eq!(
+            f.audit_actions(id).await,
+            ["widget.create", "widget.expire"]
+        );
+        assert_eq!(f.prompts_of(id).await.len(), 1);
+    }
+    assert_eq!(f.widget(&waiting).await.status, WidgetStatus::Pending);
+    assert_eq!(expire_due(&f.state).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_caller_that_stopped_waiting_expires_the_widget_unless_it_was_answered_first() {
+    let f = Fixture::new().await;
+    let id = f.question(None).await;
+    let ended = expire_unwaited(&f.state, &id, "hook_timeout", system())
+        .await
+        .unwrap();
+    assert!(ended.is_none(), "{ended:?}");
+    let row = f.widget(&id).await;
+    assert_eq!(row.status, WidgetStatus::Expired);
+    let result: Value = serde_json::from_str(row.result.as_deref().unwrap()).unwrap();
+    assert_eq!(result["ended_because"], "hook_timeout");
+    assert_eq!(
+        f.audit_actions(&id).await,
+        ["widget.create", "widget.expire"]
+    );
+    assert!(
+        f.prompts_of(&id).await.is_empty(),
+        "the caller told the agent already"
+    );
+
+    let answered = f.question(None).await;
+    let row = f.widget(&answered).await;
+    let client = ClientAddr::default();
+    submit(
+        &f.state,
+        &row,
+        Answerer::Person(f.alice()),
+        pick_postgres(),
+        &client,
+    )
+    .await
+    .unwrap();
+    let view = expire_unwaited(&f.state, &answered, "hook_timeout", system())
+        .await
+        .unwrap()
+        .expect("the answer given first");
+    assert_eq!(view.status, WidgetStatus::Submitted);
+    assert_eq!(f.widget(&answered).await.status, WidgetStatus::Submitted);
+    assert_eq!(f.prompts_of(&answered).await.len(), 1);
+}
+
+#[tokio::test]
+async fn archiving_cancels_every_pending_widget_and_counts_them() {
+    let f = Fixture::new().await;
+    let pending = [f.question(None).await, f.question(None).await];
+    let answered = f.question(None).await;
+    let row = f.widget(&answered).await;
+    let client = ClientAddr::default();
+    submit(
+        &f.state,
+        &row,
+        Answerer::Person(f.alice()),
+        pick_postgres(),
+        &client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        archive_session(&f.state, f.session(), system())
+            .await
+            .unwrap(),
+        2
+    );
+    for id in &pending {
+        assert_eq!(f.widget(id).await.status, WidgetStatus::Cancelled);
+        assert_eq!(
+            f.audit_actions(id).await,
+            ["widget.create", "widget.cancel"]
+        );
+        assert_eq!(f.prompts_of(id).await.len(), 1);
+    }
+    assert_eq!(f.widget(&answered).await.status, WidgetStatus::Submitted);
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let rows = audit::list(&mut conn, None, Some(f.session().as_str()))
+        .await
+        .unwrap();
+    drop(conn);
+    let archived: Vec<_> = rows
+        .iter()
+        .filter(|r| r.action == "session.archive")
+        .collect();
+    assert_eq!(archived.len(), 1, "one audit row for the archiving");
+    // Idempotent: nothing left to cancel.
+    assert_eq!(
+        archive_session(&f.state, f.session(), system())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+/// Two people answer at once: the one refused is told so only once the
+/// answer that won is on disk, so that the page it loads next shows it.
+#[tokio::test]
+async fn a_refused_answer_returns_once_the_winning_answer_is_committed() {
+    let f = Fixture::new().await;
+    for round in 0..5 {
+        let id = f.question(None).await;
+        let row = f.widget(&id).await;
+        let answer_then_read = || async {
+            let client = ClientAddr::default();
+            let by = Answerer::Person(f.alice());
+            let answered = submit(&f.state, &row, by, pick_postgres(), &client).await;
+            let seen = f.widget(&id).await.status;
+            (answered.map(|v| v.status), seen)
+        };
+        let (one, two) = tokio::join!(answer_then_read(), answer_then_read());
+        let mut refused = 0;
+        for (answered, seen) in [one, two] {
+            match answered {
+                Ok(status) => assert_eq!(status, WidgetStatus::Submitted),
+                Err(err) => {
+                    assert_eq!(refusal::<()>(Err(err)), "not_pending:submitted");
+                    assert_eq!(
+                        seen,
+                        WidgetStatus::Submitted,
+                        "round {round}: read after the refusal"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 1, "round {round}: one answer wins");
+    }
+}
