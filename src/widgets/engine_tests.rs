@@ -6,17 +6,17 @@ use secrecy::SecretString;
 use serde_json::json;
 
 use super::*;
-use crate::Settings;
 use crate::auth::{self, Role};
 use crate::testing::TestDb;
 use crate::widgets::approval::RequestApprovalInput;
 use crate::widgets::ask::AskUserInput;
 use crate::widgets::life::Life;
 use crate::widgets::{Approval, AskUser, Request};
+use crate::{Core, Settings};
 
 struct Fixture {
     t: TestDb,
-    state: AppState,
+    state: Core,
 }
 
 impl Fixture {
@@ -28,7 +28,7 @@ impl Fixture {
             keyring.rotate(&mut conn).await.unwrap();
             keyring
         };
-        let state = AppState::new(t.db.clone(), keyring, Settings::new("http://127.0.0.1:1"));
+        let state = Core::new(t.db.clone(), keyring, Settings::new("http://127.0.0.1:1"));
         Self { t, state }
     }
 
