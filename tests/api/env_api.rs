@@ -297,3 +297,75 @@ async fn bad_input_is_refused_with_a_code_and_changes_nothing() {
         json!({ "KEEP": "original" })
     );
 }
+
+/// Every change to a vault leaves an audit row naming who, which variable,
+/// its scope and session, and never the value.
+#[tokio::test]
+async fn each_change_to_the_vault_is_audited_with_name_scope_and_session() {
+    let app = spawn_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let token = app.token(&alice, "sessions,env:read,env:write").await;
+    let (session, _) = app.session(&token).await;
+    let (global, scoped) = (canary("audit-global"), canary("audit-session"));
+
+    let r = app
+        .put_env(&token, "API_KEY", &json!({ "value": global }))
+        .await;
+    assert_eq!(r.status(), 204);
+    let r = app
+        .put_env(
+            &token,
+            "API_KEY",
+            &json!({ "value": scoped, "scope": "session", "session_id": session }),
+        )
+        .await;
+    assert_eq!(r.status(), 204);
+    let r = app
+        .client
+        .delete(format!(
+            "{}/api/v1/env/API_KEY?scope=session&session_id={session}",
+            app.url
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+
+    type Row = (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT actor, action, session_id, names, scope, detail FROM audit_log \
+         WHERE action LIKE 'env.%' ORDER BY id",
+    )
+    .fetch_all(&app.state.db.read)
+    .await
+    .unwrap();
+    let actor = format!("user:{}", alice.id);
+    let row = |action: &str, session: Option<&str>, scope: &str| -> Row {
+        (
+            actor.clone(),
+            action.to_owned(),
+            session.map(str::to_owned),
+            Some("API_KEY".to_owned()),
+            Some(scope.to_owned()),
+            None,
+        )
+    };
+    assert_eq!(
+        rows,
+        [
+            row("env.set", None, "global"),
+            row("env.set", Some(&session), "session"),
+            row("env.delete", Some(&session), "session"),
+        ]
+    );
+    let all = format!("{rows:?}");
+    assert!(!all.contains(&global) && !all.contains(&scoped), "{all}");
+}

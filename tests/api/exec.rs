@@ -172,11 +172,29 @@ async fn an_unreadable_value_is_named_and_the_rest_served_only_on_request() {
     assert_eq!(body["unreadable"][0]["name"], "BROKEN_KEY");
     assert_eq!(body["unreadable"][0]["scope"], "session");
 
+    // The session is a UUID the daemon made: safe to write into the SQL.
     let audited = f
         .app
-        .count("SELECT count(*) FROM audit_log WHERE action = 'env.unreadable' AND names = 'BROKEN_KEY'")
+        .count(&format!(
+            "SELECT count(*) FROM audit_log WHERE action = 'env.unreadable' \
+             AND names = 'BROKEN_KEY' AND session_id = '{}'",
+            f.session
+        ))
         .await;
-    assert_eq!(audited, 2, "each refused or partial read is audited");
+    assert_eq!(
+        audited, 2,
+        "each refused or partial read is audited, with its session"
+    );
+    let detail: String = sqlx::query_scalar(
+        "SELECT detail FROM audit_log WHERE action = 'env.unreadable' ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&f.app.state.db.read)
+    .await
+    .unwrap();
+    assert!(
+        detail.starts_with("BROKEN_KEY (session): ") && !detail.contains(&good),
+        "{detail}"
+    );
 
     let out = f.exec(&[], "exit 0").await;
     assert_ne!(out.status.code(), Some(0));
