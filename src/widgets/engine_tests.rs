@@ -86,12 +86,18 @@ impl Fixture {
         super::super::get_widget(&mut conn, id).await.unwrap()
     }
 
-    /// The actions of the session's audit rows about widget `id`.
-    async fn audit_actions(&self, id: &WidgetId) -> Vec<String> {
+    /// The session's audit rows, oldest first.
+    async fn audit_rows(&self) -> Vec<audit::AuditRow> {
         let mut conn = self.state.db.read.acquire().await.unwrap();
         audit::list(&mut conn, None, Some(self.session().as_str()))
             .await
             .unwrap()
+    }
+
+    /// The actions of the session's audit rows about widget `id`.
+    async fn audit_actions(&self, id: &WidgetId) -> Vec<String> {
+        self.audit_rows()
+            .await
             .into_iter()
             .filter(|row| row.widget_id.as_deref() == Some(id.as_str()))
             .map(|row| row.action)
@@ -377,11 +383,7 @@ async fn the_agents_client_answers_only_questions_of_its_own_live_session() {
         &client,
     );
     assert_eq!(refusal(again.await), "not_pending:submitted");
-    let mut conn = f.state.db.read.acquire().await.unwrap();
-    let rows = audit::list(&mut conn, None, Some(f.session().as_str()))
-        .await
-        .unwrap();
-    drop(conn);
+    let rows = f.audit_rows().await;
     let submit_row = rows
         .iter()
         .find(|r| r.widget_id.as_deref() == Some(id.as_str()) && r.action == "widget.submit")
@@ -533,11 +535,7 @@ async fn archiving_cancels_every_pending_widget_and_counts_them() {
         assert_eq!(f.prompts_of(id).await.len(), 1);
     }
     assert_eq!(f.widget(&answered).await.status, WidgetStatus::Submitted);
-    let mut conn = f.state.db.read.acquire().await.unwrap();
-    let rows = audit::list(&mut conn, None, Some(f.session().as_str()))
-        .await
-        .unwrap();
-    drop(conn);
+    let rows = f.audit_rows().await;
     let archived: Vec<_> = rows
         .iter()
         .filter(|r| r.action == "session.archive")
