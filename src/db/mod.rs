@@ -10,6 +10,7 @@
 //! invariant that rests on that (the audit chain, event and prompt order,
 //! caps counted before an insert) holds on both.
 
+mod changes;
 pub mod copy;
 pub mod integrity;
 mod memo;
@@ -22,11 +23,13 @@ mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
+pub use self::changes::{POLL, Stamp};
 pub use self::url::DatabaseUrl;
 pub use self::writer::{Memo, WriteTx};
 pub use types::Flag;
@@ -83,6 +86,8 @@ pub struct Db {
     pub write: AnyPool,
     backend: Backend,
     writer: Arc<writer::Writer>,
+    /// On SQLite, whether what a reader saw may have changed since.
+    changes: Option<Arc<changes::Changes>>,
     /// PostgreSQL's URL, for the connection that hears other daemons.
     url: Option<DatabaseUrl>,
 }
@@ -110,12 +115,20 @@ impl Db {
     }
 
     fn from_pools(backend: Backend, read: AnyPool, write: AnyPool) -> Self {
-        let writer = Arc::new(writer::Writer::new(backend, write.clone()));
+        let commits = Arc::new(AtomicU64::new(0));
+        let changes = (backend == Backend::Sqlite).then(|| {
+            Arc::new(changes::Changes::new(
+                read.connect_options(),
+                commits.clone(),
+            ))
+        });
+        let writer = Arc::new(writer::Writer::new(backend, write.clone(), commits));
         Self {
             read,
             write,
             backend,
             writer,
+            changes,
             url: None,
         }
     }
@@ -145,6 +158,14 @@ impl Db {
     /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
         writer::begin(self.writer.clone()).await
+    }
+
+    /// On SQLite, the state of the database as this process knows it: a
+    /// copy of rows read under a stamp may be served while the stamp is
+    /// the same (`changes.rs`). Take it before reading. `None` on
+    /// PostgreSQL, or when it cannot be told: read the database.
+    pub async fn stamp(&self) -> Option<Stamp> {
+        self.changes.as_ref()?.stamp().await
     }
 
     /// How many write transactions are waiting for the writer right now (a
@@ -215,6 +236,9 @@ impl Db {
     /// the WAL and removes the -wal and -shm files, so the database file
     /// alone is complete afterwards.
     pub async fn close(&self) {
+        if let Some(changes) = &self.changes {
+            changes.close().await;
+        }
         for pool in [&self.read, &self.write] {
             // A connection dropped a moment ago is handed back by a spawned
             // task; closing before it is back would leave it to be closed

@@ -81,6 +81,16 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     Ok((read, write))
 }
 
+/// One connection outside the pools, set up as theirs are: the poll
+/// connection of `changes.rs`.
+pub(super) async fn connect(options: &AnyConnectOptions) -> sqlx::Result<sqlx::AnyConnection> {
+    let mut conn = sqlx::AnyConnection::connect_with(options).await?;
+    for pragma in PRAGMAS {
+        sqlx::query(pragma).execute(&mut conn).await?;
+    }
+    Ok(conn)
+}
+
 /// `VACUUM INTO` a new private file: a consistent copy while the daemon
 /// runs.
 pub(super) async fn backup(write: &AnyPool, target: &Path) -> anyhow::Result<()> {

@@ -25,7 +25,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Executor, Row, Transaction};
@@ -74,6 +74,9 @@ struct State {
     /// (connections opened, `data_version`) as the last batch began: when
     /// either moved, someone else may have changed what the memo holds.
     seen: Option<(u64, i64)>,
+    /// Batches ended, counted after each `COMMIT` and before its members
+    /// hear back (`changes.rs`).
+    commits: Arc<AtomicU64>,
 }
 
 struct Batch {
@@ -85,7 +88,7 @@ struct Batch {
 }
 
 impl Writer {
-    pub(crate) fn new(backend: super::Backend, pool: AnyPool) -> Self {
+    pub(crate) fn new(backend: super::Backend, pool: AnyPool, commits: Arc<AtomicU64>) -> Self {
         let state = State {
             conn: None,
             batch: None,
@@ -94,6 +97,7 @@ impl Writer {
             next_id: 0,
             memo: Memo::default(),
             seen: None,
+            commits,
         };
         Self {
             backend,
@@ -471,6 +475,9 @@ async fn commit_batch(state: &mut State) {
             Err(failure(&e))
         }
     };
+    // Before any member hears back, so every request that follows a
+    // member's answer sees the count moved (a failed batch counts too).
+    state.commits.fetch_add(1, Ordering::SeqCst);
     batch.done.send_replace(Some(outcome));
 }
 

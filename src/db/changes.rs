@@ -1,0 +1,206 @@
+//! Whether the SQLite file may have changed since a reader looked: what an
+//! in-memory copy of rows (the widget rows of `widgets/cache.rs`) checks
+//! before it is served instead of asking the database again.
+//!
+//! A [`Stamp`] names the state of the file as far as this process can
+//! tell. A copy read under one stamp may be served while the stamp is
+//! unchanged; a reader takes the stamp *before* its query. Two things move
+//! it:
+//!
+//! - This daemon's own writes: the writer (`writer.rs`) counts every batch
+//!   it ends, after the `COMMIT` and before any member of the batch hears
+//!   back. A write acknowledged to anyone has therefore moved the stamp of
+//!   every request that arrives afterwards.
+//! - Writes by another connection to the same file (the `widgetd` CLI, a
+//!   test opening the file, the session store's own statements): SQLite's
+//!   `PRAGMA data_version`, read on a connection of its own that never
+//!   writes. Like the auth epoch (`auth/cache.rs`), one read serves every
+//!   request of the next [`POLL`]: a change committed elsewhere moves the
+//!   stamp of every request that asks [`POLL`] or more after the commit.
+//!
+//! On PostgreSQL there is no stamp: several daemons write, and every read
+//! goes to the database.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::any::AnyConnectOptions;
+use sqlx::{AnyConnection, Connection};
+
+/// How old (from its start) a `data_version` read may be when a stamp is
+/// taken: the bound after which another process's commit is seen. The same
+/// as the auth cache's (`auth::cache::POLL`).
+pub const POLL: Duration = Duration::from_millis(5);
+
+/// The state of the database as this process last knew it (see the
+/// module's text). Equal stamps: nothing a reader saw can have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Batches this daemon's writer had ended.
+    commits: u64,
+    /// Which poll connection (a replaced one counts its versions afresh)
+    /// and the `data_version` it read.
+    connection: u64,
+    version: i64,
+}
+
+impl Stamp {
+    /// Whether `self` was taken no earlier than `other`, as far as both
+    /// tell; false when they disagree (taken by racing requests).
+    pub fn not_before(&self, other: &Stamp) -> bool {
+        self.commits >= other.commits
+            && (self.connection > other.connection
+                || (self.connection == other.connection && self.version >= other.version))
+    }
+
+    /// A stamp made up by a unit test.
+    #[cfg(test)]
+    pub(crate) fn made_up(commits: u64, version: i64) -> Self {
+        Self {
+            commits,
+            connection: 1,
+            version,
+        }
+    }
+}
+
+/// A `data_version` read: when it started, and which connection read what
+/// (`None` when it failed).
+#[derive(Clone, Copy)]
+struct Poll {
+    started: Instant,
+    read: Option<(u64, i64)>,
+}
+
+/// The stamps of one SQLite database.
+pub(super) struct Changes {
+    /// The read pool's options, for the poll connection.
+    options: Arc<AnyConnectOptions>,
+    /// Batches ended by the writer (`writer.rs` counts them).
+    commits: Arc<AtomicU64>,
+    /// The poll connection, opened on first use; held while a poll runs, so
+    /// one runs at a time. `None` inside once closed for good.
+    conn: tokio::sync::Mutex<PollConn>,
+    last: Mutex<Option<Poll>>,
+}
+
+/// The poll connection's state.
+enum PollConn {
+    NotOpen { opened: u64 },
+    Open { serial: u64, conn: AnyConnection },
+    Closed,
+}
+
+impl std::fmt::Debug for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Changes")
+            .field("commits", &self.commits.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Changes {
+    pub(super) fn new(options: Arc<AnyConnectOptions>, commits: Arc<AtomicU64>) -> Self {
+        Self {
+            options,
+            commits,
+            conn: tokio::sync::Mutex::new(PollConn::NotOpen { opened: 0 }),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The current stamp; `None` when `data_version` cannot be read (no
+    /// copy may then be served or kept).
+    pub(super) async fn stamp(&self) -> Option<Stamp> {
+        let (connection, version) = self.data_version().await?;
+        // Read after the poll: a commit the poll missed but the counter
+        // shows still moves the stamp.
+        let commits = self.commits.load(Ordering::SeqCst);
+        Some(Stamp {
+            commits,
+            connection,
+            version,
+        })
+    }
+
+    /// The last poll if it started at most [`POLL`] ago.
+    fn fresh(&self) -> Option<Option<(u64, i64)>> {
+        let last = *self.last.lock().expect("not poisoned");
+        last.filter(|poll| poll.started.elapsed() <= POLL)
+            .map(|poll| poll.read)
+    }
+
+    async fn data_version(&self) -> Option<(u64, i64)> {
+        if let Some(read) = self.fresh() {
+            return read;
+        }
+        let mut conn = self.conn.lock().await;
+        // Someone else may have polled while this request waited.
+        if let Some(read) = self.fresh() {
+            return read;
+        }
+        let started = Instant::now();
+        let read = poll(&self.options, &mut conn).await;
+        *self.last.lock().expect("not poisoned") = Some(Poll { started, read });
+        read
+    }
+
+    /// Closes the poll connection for good (before the pools close, so the
+    /// last connection to close is theirs).
+    pub(super) async fn close(&self) {
+        let mut conn = self.conn.lock().await;
+        if let PollConn::Open { conn: open, .. } = std::mem::replace(&mut *conn, PollConn::Closed) {
+            let _ = open.close().await;
+        }
+    }
+}
+
+/// Reads `data_version` on the poll connection, opening it if need be; a
+/// connection that fails is dropped and the next poll opens another.
+async fn poll(options: &AnyConnectOptions, state: &mut PollConn) -> Option<(u64, i64)> {
+    if let PollConn::NotOpen { opened } = *state {
+        let conn = super::sqlite::connect(options).await.ok()?;
+        *state = PollConn::Open {
+            serial: opened + 1,
+            conn,
+        };
+    }
+    let PollConn::Open { serial, conn } = state else {
+        return None;
+    };
+    let serial = *serial;
+    match sqlx::query_scalar::<_, i64>("PRAGMA data_version")
+        .fetch_one(&mut *conn)
+        .await
+    {
+        Ok(version) => Some((serial, version)),
+        Err(_) => {
+            *state = PollConn::NotOpen { opened: serial };
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stamp;
+
+    #[test]
+    fn a_later_stamp_is_not_before_an_earlier_one() {
+        let early = Stamp::made_up(3, 7);
+        assert!(Stamp::made_up(4, 7).not_before(&early));
+        assert!(Stamp::made_up(3, 8).not_before(&early));
+        assert!(early.not_before(&early));
+        assert!(!early.not_before(&Stamp::made_up(4, 7)));
+        // Racing requests: neither is later.
+        assert!(!Stamp::made_up(4, 6).not_before(&early));
+        let reopened = Stamp {
+            connection: 2,
+            version: 1,
+            ..early
+        };
+        assert!(reopened.not_before(&early));
+    }
+}
