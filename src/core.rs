@@ -10,10 +10,10 @@
 use crate::crypto::Keyring;
 use crate::db::Db;
 use crate::events::Hub;
-use crate::{auth, forwarded, prompts, sessions, slack};
+use crate::{auth, forwarded, prompts, sessions, slack, widgets};
 
-/// The database, the keyring, the settings, the event hub and the auth
-/// cache: everything the domain needs, shared as `Arc<Core>` by whoever
+/// The database, the keyring, the settings, the event hub, the auth
+/// cache and the widget rows kept in memory: everything the domain needs, shared as `Arc<Core>` by whoever
 /// must own it (background jobs, the demo agent, spawned acknowledgements).
 pub struct Core {
     pub db: Db,
@@ -22,6 +22,8 @@ pub struct Core {
     pub hub: Hub,
     /// Who tokens, users and sessions are, checked against the auth epoch.
     pub auth_cache: auth::AuthCache,
+    /// Widget rows read on SQLite, checked against the database's stamp.
+    pub widget_rows: widgets::RowCache,
 }
 
 impl Core {
@@ -37,6 +39,7 @@ impl Core {
             settings,
             hub: Hub::default(),
             auth_cache: auth::AuthCache::default(),
+            widget_rows: widgets::RowCache::default(),
         }
     }
 }

@@ -126,7 +126,7 @@ impl AgentTools {
     ) -> AppResult<Value> {
         let agent = caller(ctx)?;
         let id = WidgetId::parse(widget_id).ok_or(AppError::NotFound("widget"))?;
-        let widget = widgets::get_widget(&mut *self.state.db.read.acquire().await?, &id).await?;
+        let widget = widgets::read_widget(&self.state, &id).await?;
         // Another session's widget is reported missing, not forbidden, so an
         // agent cannot learn which ids exist elsewhere.
         let caller = Caller::Agent(&agent.session_id);

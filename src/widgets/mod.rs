@@ -15,6 +15,7 @@
 pub mod api;
 pub mod approval;
 pub mod ask;
+mod cache;
 pub mod card;
 pub mod clarification;
 mod create;
@@ -39,6 +40,7 @@ use sqlx::AnyConnection;
 pub use crate::ids::WidgetId;
 pub use approval::Approval;
 pub use ask::{Ask, AskUser, Questions};
+pub use cache::RowCache;
 pub use clarification::Clarification;
 pub use create::{MAX_PENDING_PER_SESSION, create, create_living, validate};
 pub use delivery::{Answered, Waited};
@@ -49,6 +51,7 @@ pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
 pub use store::WidgetRow;
 pub use wait::{MAX_WAIT_SECS, after_waiting, check_wait, wait_for_answer};
 
+use crate::Core;
 use crate::audit::{Actor, ClientAddr};
 use crate::clock;
 use crate::error::{AppError, AppResult};
@@ -140,6 +143,24 @@ pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<Wi
     store::find(conn, id)
         .await?
         .ok_or(AppError::NotFound("widget"))
+}
+
+/// The widget `id`, or 404, as [`get_widget`] reads it from the read
+/// pool; on SQLite served from memory when no write can have changed the
+/// row since it was read (`cache.rs`). For callers that only show it.
+pub async fn read_widget(core: &Core, id: &WidgetId) -> AppResult<WidgetRow> {
+    // Taken before the query: a write after it moves the stamp.
+    let stamp = core.db.stamp().await;
+    if let Some(stamp) = stamp
+        && let Some(row) = core.widget_rows.get(stamp, id)
+    {
+        return Ok(row);
+    }
+    let row = get_widget(&mut *core.db.read.acquire().await?, id).await?;
+    if let Some(stamp) = stamp {
+        core.widget_rows.put(stamp, &row);
+    }
+    Ok(row)
 }
 
 /// Every widget of a session, oldest first.

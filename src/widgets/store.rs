@@ -8,7 +8,7 @@ use crate::db::Dialect;
 use crate::ids::{SessionId, UserId};
 
 /// A widget row.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct WidgetRow {
     pub id: WidgetId,
     pub session_id: SessionId,

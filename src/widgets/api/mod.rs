@@ -99,7 +99,7 @@ async fn read_widget(
     Path(id): Path<String>,
 ) -> AppResult<Json<WidgetView>> {
     let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
-    let widget = get_widget(&mut *state.db.read.acquire().await?, &id).await?;
+    let widget = super::read_widget(&state, &id).await?;
     access::authorize(
         &state,
         (&principal).into(),
