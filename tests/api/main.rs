@@ -56,4 +56,5 @@ mod waits;
 mod webdriver;
 mod webhooks;
 mod widget_life;
+mod widget_reads;
 mod widgets;

@@ -1,0 +1,118 @@
+//! On SQLite the daemon keeps the widget rows it read in memory
+//! (`src/widgets/cache.rs`). Each test first makes the daemon keep a
+//! pending widget (read twice, so the second read could come from memory),
+//! then changes it — through the daemon, or through the CLI, another
+//! process on the same file — and the next read must show the change.
+//! Without the writer's commit count (or the `data_version` poll, for the
+//! CLI) these fail: the kept row would still say `pending`.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use widgetd::auth::Role;
+
+use crate::helpers::{COMMAND_LIMIT, TestApp, output_async_within, spawn_sqlite_app, widgetd};
+
+/// `GET /api/v1/widgets/{id}` with `token`: the widget's status.
+async fn status(app: &TestApp, token: &str, id: &str) -> String {
+    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    body["status"].as_str().unwrap().to_owned()
+}
+
+/// Reads `id` twice and asserts it is pending both times.
+async fn kept_pending(app: &TestApp, token: &str, id: &str) {
+    for _ in 0..2 {
+        assert_eq!(status(app, token, id).await, "pending");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_in_the_browser_shows_in_the_agents_very_next_read() {
+    let app = spawn_sqlite_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let host = app.token(&alice, "sessions").await;
+    let browser = app.login("alice").await;
+    // Reads of another widget all along, as under load: the daemon's
+    // `data_version` poll (which also sees the daemon's own commits) is
+    // then never more than a few milliseconds old, so only the commit
+    // count can tell the reads below that a row changed.
+    let (busy_session, busy_agent) = app.session(&host).await;
+    let busy = app
+        .pending_widget(&busy_agent, &busy_session, &["BUSY_KEY"])
+        .await;
+    let reader = tokio::spawn({
+        let (client, url) = (
+            app.client.clone(),
+            format!("{}/api/v1/widgets/{busy}", app.url),
+        );
+        async move {
+            loop {
+                let r = client
+                    .get(&url)
+                    .bearer_auth(&busy_agent)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), StatusCode::OK);
+            }
+        }
+    });
+    // Ten widgets per session: an agent may add 30 at once.
+    for round in 0..5 {
+        let (session, agent) = app.session(&host).await;
+        for n in 0..10 {
+            // A new name each time: a submitted one would be present.
+            let name = format!("READ_KEY_{n}");
+            let id = app.pending_widget(&agent, &session, &[&name]).await;
+            kept_pending(&app, &agent, &id).await;
+            let field = format!("value.{name}");
+            let (path, fields, expected) = if n % 2 == 0 {
+                (
+                    "submit",
+                    vec![(field.as_str(), "v"), ("scope", "session")],
+                    "submitted",
+                )
+            } else {
+                ("dismiss", vec![], "dismissed")
+            };
+            let r = app
+                .post_form(&browser, &format!("/widgets/{id}/{path}"), &fields)
+                .await;
+            assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+            assert_eq!(
+                status(&app, &agent, &id).await,
+                expected,
+                "the agent's read after the {path} (round {round}, widget {n})"
+            );
+        }
+    }
+    reader.abort();
+}
+
+#[tokio::test]
+async fn a_session_archived_by_the_cli_shows_its_widgets_cancelled_within_the_poll_bound() {
+    let app = spawn_sqlite_app().await;
+    let alice = app.user("alice", Role::Member).await;
+    let host = app.token(&alice, "sessions").await;
+    for _ in 0..5 {
+        let (session, agent) = app.session(&host).await;
+        let id = app.pending_widget(&agent, &session, &["READ_KEY"]).await;
+        kept_pending(&app, &host, &id).await;
+
+        let mut archive = widgetd(&app.data_dir());
+        archive.args(["session", "archive", &session]);
+        let out = output_async_within(archive, COMMAND_LIMIT).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The CLI has committed; a read that asks a poll's bound later
+        // sees it, whatever the daemon read in between.
+        tokio::time::sleep(widgetd::db::POLL + Duration::from_millis(1)).await;
+        assert_eq!(status(&app, &host, &id).await, "cancelled");
+    }
+}
