@@ -185,7 +185,42 @@ async fn poll(options: &AnyConnectOptions, state: &mut PollConn) -> Option<(u64,
 
 #[cfg(test)]
 mod tests {
-    use super::Stamp;
+    use super::{POLL, Stamp};
+    use crate::testing::TestDb;
+
+    #[tokio::test]
+    async fn the_stamp_moves_with_each_commit_here_at_once_and_elsewhere_within_the_poll() {
+        let test = TestDb::new().await;
+        let db = &test.db;
+        let stamp = || async { db.stamp().await.expect("SQLite has a stamp") };
+        let first = stamp().await;
+        tokio::time::sleep(POLL * 2).await;
+        assert_eq!(stamp().await, first, "nothing was written");
+
+        // A write through the writer: counted before its commit returns.
+        let mut tx = db.begin_write().await.unwrap();
+        sqlx::query("UPDATE users SET name = 'bob'")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let second = stamp().await;
+        assert_eq!(second.commits, first.commits + 1, "the writer's commit");
+
+        // Another connection's commit, as the CLI's: seen by `data_version`
+        // once the last poll is older than the bound.
+        let mut other = super::super::sqlite::connect(&db.read.connect_options())
+            .await
+            .unwrap();
+        sqlx::query("UPDATE users SET name = 'carol'")
+            .execute(&mut other)
+            .await
+            .unwrap();
+        tokio::time::sleep(POLL + std::time::Duration::from_millis(1)).await;
+        let third = stamp().await;
+        assert_eq!(third.commits, second.commits);
+        assert_ne!(third.version, second.version, "another connection's commit");
+    }
 
     #[test]
     fn a_later_stamp_is_not_before_an_earlier_one() {
