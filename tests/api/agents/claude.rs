@@ -195,6 +195,19 @@ async fn always_covers_the_same_command_with_another_description() {
     assert!(said.contains("The tool said: always"), "{said}");
 }
 
+/// Reads `pipe` to its end in the background; the bytes when it ends.
+fn drain(
+    mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> tokio::task::JoinHandle<Vec<u8>> {
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut pipe, &mut bytes)
+            .await
+            .unwrap();
+        bytes
+    })
+}
+
 #[tokio::test]
 async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_it() {
     let t = setup(None).await;
@@ -221,6 +234,12 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    // Read as it comes, as a terminal would: a pipe nobody reads fills up
+    // (64 KiB) and stops the host mid-turn.
+    let (stdout, stderr) = (
+        drain(host.stdout.take().unwrap()),
+        drain(host.stderr.take().unwrap()),
+    );
     let widget = widget_of(&t.app, &t.s.session, "env_vars", "pending", || {
         match host.try_wait().unwrap() {
             Some(status) => Err(format!("the host exited ({status})")),
@@ -252,15 +271,16 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     crate::host::interrupt(&host);
-    let out = tokio::time::timeout(Duration::from_secs(60), host.wait_with_output())
+    let status = tokio::time::timeout(Duration::from_secs(60), host.wait())
         .await
         .expect("the host did not stop on Ctrl-C")
         .unwrap();
+    let (stdout, stderr) = (stdout.await.unwrap(), stderr.await.unwrap());
     let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&stdout),
+        String::from_utf8_lossy(&stderr),
     );
-    assert!(out.status.success(), "{stderr}");
+    assert!(status.success(), "{stderr}");
     // The value was in the turn's environment, and masked on its way out.
     assert!(t.model.tool_results().iter().any(|r| r.contains(&value)));
     assert!(

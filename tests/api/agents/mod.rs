@@ -44,12 +44,62 @@ pub async fn widget_of(
         if let Err(why) = alive() {
             panic!("no {status} {kind} widget appeared: {why}");
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no {status} {kind} widget appeared within 120 s"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            panic!(
+                "no {status} {kind} widget appeared within 120 s; the session's widgets, \
+                 prompts and transcript then:\n{}",
+                what_the_session_holds(app, session).await
+            );
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The session's widgets (kind, status, result), prompts (text, acked or
+/// not) and transcript, for a failure message.
+async fn what_the_session_holds(app: &TestApp, session: &str) -> String {
+    let pool = &app.state.db.read;
+    let widgets: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT kind, CAST(status AS TEXT), result FROM widgets WHERE session_id = $1 ORDER BY created_at",
+    )
+    .bind(session)
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    let prompts: Vec<(String, Option<i64>)> =
+        sqlx::query_as("SELECT text, acked_at FROM prompts WHERE session_id = $1 ORDER BY id")
+            .bind(session)
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+    let mut out = String::new();
+    for (kind, status, result) in widgets {
+        out.push_str(&format!(
+            "widget {kind} {status} {}\n",
+            result.unwrap_or_default()
+        ));
+    }
+    for (text, acked) in prompts {
+        out.push_str(&format!("prompt (acked: {}) {text}\n", acked.is_some()));
+    }
+    out.push_str(&transcript(app, session).await);
+    // On PostgreSQL: what each connection of the test's database was doing.
+    let activity: Vec<(
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    )> = sqlx::query_as(
+        "SELECT state, wait_event_type, wait_event, left(query, 160) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    for row in activity {
+        out.push_str(&format!("connection {row:?}\n"));
+    }
+    out
 }
 
 /// The session's transcript lines, `role: text`, one per line.
