@@ -55,6 +55,14 @@ pub async fn widget_of(
     }
 }
 
+/// A connection's state, wait event type and name, and query.
+type Activity = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
 /// The session's widgets (kind, status, result), prompts (text, acked or
 /// not) and transcript, for a failure message.
 async fn what_the_session_holds(app: &TestApp, session: &str) -> String {
@@ -84,12 +92,7 @@ async fn what_the_session_holds(app: &TestApp, session: &str) -> String {
     }
     out.push_str(&transcript(app, session).await);
     // On PostgreSQL: what each connection of the test's database was doing.
-    let activity: Vec<(
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    )> = sqlx::query_as(
+    let activity: Vec<Activity> = sqlx::query_as(
         "SELECT state, wait_event_type, wait_event, left(query, 160) FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid()",
     )
