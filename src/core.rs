@@ -12,9 +12,10 @@ use crate::db::Db;
 use crate::events::Hub;
 use crate::{auth, forwarded, prompts, sessions, slack, widgets};
 
-/// The database, the keyring, the settings, the event hub, the auth
-/// cache and the widget rows kept in memory: everything the domain needs, shared as `Arc<Core>` by whoever
-/// must own it (background jobs, the demo agent, spawned acknowledgements).
+/// The database, the keyring, the settings, the event hub, the auth cache
+/// and the widget rows kept in memory: everything the domain needs, shared
+/// as `Arc<Core>` by whoever must own it (background jobs, the demo agent,
+/// spawned acknowledgements).
 pub struct Core {
     pub db: Db,
     pub keyring: Keyring,

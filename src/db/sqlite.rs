@@ -42,15 +42,9 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     // One connection first, outside a pool: a pool retries a connection
     // whose set-up fails until its time-out, and would hide that the file
     // is damaged (or is no database) behind "timed out".
-    let mut probe = sqlx::AnyConnection::connect_with(&options)
+    let probe = connect(&options)
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
-    for pragma in PRAGMAS {
-        sqlx::query(pragma)
-            .execute(&mut probe)
-            .await
-            .with_context(|| format!("cannot open the database {}", path.display()))?;
-    }
     probe.close().await?;
     let pool = |connections: u32| {
         AnyPoolOptions::new()
@@ -81,8 +75,8 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     Ok((read, write))
 }
 
-/// One connection outside the pools, set up as theirs are: the poll
-/// connection of `changes.rs`.
+/// One connection outside the pools, set up as theirs are: the probe that
+/// opens the file, and the poll connection of `changes.rs`.
 pub(super) async fn connect(options: &AnyConnectOptions) -> sqlx::Result<sqlx::AnyConnection> {
     let mut conn = sqlx::AnyConnection::connect_with(options).await?;
     for pragma in PRAGMAS {
