@@ -195,17 +195,29 @@ async fn always_covers_the_same_command_with_another_description() {
     assert!(said.contains("The tool said: always"), "{said}");
 }
 
-/// Reads `pipe` to its end in the background; the bytes when it ends.
+/// What a child has written so far, read as it comes.
+type Written = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// Reads `pipe` to its end in the background into the buffer returned.
 fn drain(
     mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-) -> tokio::task::JoinHandle<Vec<u8>> {
-    tokio::spawn(async move {
-        let mut bytes = Vec::new();
-        tokio::io::AsyncReadExt::read_to_end(&mut pipe, &mut bytes)
-            .await
-            .unwrap();
-        bytes
-    })
+) -> (Written, tokio::task::JoinHandle<()>) {
+    let written = Written::default();
+    let into = written.clone();
+    let task = tokio::spawn(async move {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match tokio::io::AsyncReadExt::read(&mut pipe, &mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => into.lock().unwrap().extend_from_slice(&chunk[..n]),
+            }
+        }
+    });
+    (written, task)
+}
+
+fn text_of(written: &Written) -> String {
+    String::from_utf8_lossy(&written.lock().unwrap()).into_owned()
 }
 
 #[tokio::test]
@@ -257,7 +269,23 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     // The next turn's Bash call asks in the browser too.
-    t.answer_card(&mut host, &[("decision", "once")]).await;
+    // (Cut short before `widget_of` gives up, to say what the host and
+    // the fake model saw.)
+    let answered = tokio::time::timeout(
+        Duration::from_secs(110),
+        t.answer_card(&mut host, &[("decision", "once")]),
+    )
+    .await;
+    if answered.is_err() {
+        panic!(
+            "no approval card within 110 s of the key's submission.\n{}\nthe host's stdout:\n{}\n\
+             the host's stderr:\n{}\n{}",
+            t.model.describe(),
+            text_of(&stdout.0),
+            text_of(&stderr.0),
+            super::what_the_session_holds(&t.app, &t.s.session).await,
+        );
+    }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     let text = loop {
         let text = transcript(&t.app, &t.s.session).await;
@@ -275,11 +303,8 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         .await
         .expect("the host did not stop on Ctrl-C")
         .unwrap();
-    let (stdout, stderr) = (stdout.await.unwrap(), stderr.await.unwrap());
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&stdout),
-        String::from_utf8_lossy(&stderr),
-    );
+    let _ = (stdout.1.await, stderr.1.await);
+    let (stdout, stderr) = (text_of(&stdout.0), text_of(&stderr.0));
     assert!(status.success(), "{stderr}");
     // The value was in the turn's environment, and masked on its way out.
     assert!(t.model.tool_results().iter().any(|r| r.contains(&value)));

@@ -96,6 +96,23 @@ impl FakeModel {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// What the fake played, for a failure message: how many steps are
+    /// left, and each answered request's last message, shortened.
+    pub fn describe(&self) -> String {
+        let mut out = format!("the fake model: {} steps left\n", self.left());
+        for (i, request) in self.requests().iter().enumerate() {
+            let last = request["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .or_else(|| request["input"].as_array().and_then(|m| m.last()))
+                .map(Value::to_string)
+                .unwrap_or_default();
+            let last: String = last.chars().take(300).collect();
+            out.push_str(&format!("request {i}: {last}\n"));
+        }
+        out
+    }
+
     /// The `tool_result` blocks Claude Code sent back, as text, in order.
     pub fn tool_results(&self) -> Vec<String> {
         let mut seen = Vec::new();

@@ -65,7 +65,7 @@ type Activity = (
 
 /// The session's widgets (kind, status, result), prompts (text, acked or
 /// not) and transcript, for a failure message.
-async fn what_the_session_holds(app: &TestApp, session: &str) -> String {
+pub(super) async fn what_the_session_holds(app: &TestApp, session: &str) -> String {
     let pool = &app.state.db.read;
     let widgets: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT kind, CAST(status AS TEXT), result FROM widgets WHERE session_id = $1 ORDER BY created_at",
