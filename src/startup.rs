@@ -214,7 +214,7 @@ async fn first_data_key(
     master: &MasterKey,
     source: &MasterKeySource,
 ) -> anyhow::Result<Keyring> {
-    let mut tx = db.begin_write().await?;
+    let mut tx = db.begin_write_exclusive().await?;
     refuse_missing_keys(&mut tx).await?;
     let keyring = Keyring::load(&mut tx, master, source).await?;
     if keyring.is_empty() {

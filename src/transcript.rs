@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::AnyConnection;
 
+use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::{Core, clock, events};
@@ -125,12 +126,15 @@ fn check_length(text: &str) -> AppResult<()> {
 /// transaction, if the session is live and has room; returns its id.
 /// `author` is the person who wrote it (a reply), with their user name.
 async fn insert_text(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     session: &SessionId,
     role: Role,
     author: Option<(&UserId, &str)>,
     text: &str,
 ) -> AppResult<i64> {
+    // Checked and written under the session's lock (PostgreSQL), so no
+    // concurrent line slips in between.
+    crate::db::lock(&mut *tx, crate::db::Lock::Session(session.as_str())).await?;
     // An archived session is closed: nothing more is added to it.
     crate::widgets::live(crate::sessions::get_session(&mut *tx, session).await?)?;
     check_room(&mut *tx, session, text.len()).await?;
@@ -143,13 +147,13 @@ async fn insert_text(
     .bind(text)
     .bind(author.map(|(id, _)| id))
     .bind(clock::now_ms())
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await?;
     // The text is kept once, in the message: `events::since` adds it to
     // the event when the event is read.
     let payload =
         json!({ "message_id": message_id, "role": role, "author": author.map(|(_, name)| name) });
-    events::record(&mut *tx, session, "message:created", &payload).await?;
+    events::record(tx, session, "message:created", &payload).await?;
     Ok(message_id)
 }
 

@@ -3,6 +3,8 @@
 //! chained to the previous one by SHA-256, so editing, deleting or
 //! reordering rows is detected by [`verify`].
 
+pub mod seal;
+
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -14,7 +16,7 @@ use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::crypto::aad;
-use crate::db::WriteTx;
+use crate::db::{Dialect, WriteTx};
 use crate::ids::{SessionId, UserId};
 
 /// Who acted.
@@ -128,26 +130,18 @@ impl AuditRow {
     }
 }
 
-/// Appends `entry` inside the caller's transaction, chained to the last row
-/// (which the SQLite writer remembers; PostgreSQL reads it).
+/// Appends `entry` inside the caller's transaction. On SQLite it is chained
+/// to the last row at once (the writer remembers the head); on PostgreSQL
+/// it is staged and sealed into the chain right after the commit
+/// (`seal.rs`), so concurrent transactions do not wait for each other here.
 pub async fn append(
     tx: &mut WriteTx,
     actor: &Actor,
     client: &ClientAddr,
     entry: Entry<'_>,
 ) -> sqlx::Result<()> {
-    let remembered = tx
-        .memo()
-        .and_then(|memo| memo.audit_head().map(|(id, hash)| (id, hash.to_vec())));
-    let (last_id, prev_hash) = match remembered {
-        Some(head) => head,
-        None => sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?
-            .unwrap_or((0, vec![0u8; 32])),
-    };
     let mut row = AuditRow {
-        id: last_id + 1,
+        id: 0,
         at: clock::now_ms(),
         actor: actor.to_string(),
         action: entry.action.to_owned(),
@@ -160,30 +154,76 @@ pub async fn append(
         prev_hash: Vec::new(),
         hash: Vec::new(),
     };
+    if Dialect::of(tx) == Dialect::Postgres {
+        return stage(tx, &row).await;
+    }
+    let remembered = tx
+        .memo()
+        .and_then(|memo| memo.audit_head().map(|(id, hash)| (id, hash.to_vec())));
+    let (last_id, prev_hash) = match remembered {
+        Some(head) => head,
+        None => sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut **tx)
+            .await?
+            .unwrap_or((0, vec![0u8; 32])),
+    };
+    row.id = last_id + 1;
     row.hash = row.compute_hash(&prev_hash);
     row.prev_hash = prev_hash;
-    sqlx::query(
-        "INSERT INTO audit_log (id, at, actor, action, session_id, widget_id, names, scope, client_addr, detail, prev_hash, hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-    )
-    .bind(row.id)
-    .bind(row.at)
-    .bind(&row.actor)
-    .bind(&row.action)
-    .bind(&row.session_id)
-    .bind(&row.widget_id)
-    .bind(&row.names)
-    .bind(&row.scope)
-    .bind(&row.client_addr)
-    .bind(&row.detail)
-    .bind(&row.prev_hash)
-    .bind(&row.hash)
-    .execute(&mut **tx)
-    .await?;
+    insert(tx, &row).await?;
     if let Some(memo) = tx.memo() {
         memo.set_audit_head(row.id, row.hash);
     }
     Ok(())
+}
+
+/// Stages `row` (PostgreSQL) for the sealer that runs after the commit.
+async fn stage(tx: &mut WriteTx, row: &AuditRow) -> sqlx::Result<()> {
+    bind_entry(
+        sqlx::query(
+            "INSERT INTO audit_pending (at, actor, action, session_id, widget_id, names, scope, client_addr, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        ),
+        row,
+    )
+    .execute(&mut **tx)
+    .await?;
+    tx.after_commit(seal::after_commit);
+    Ok(())
+}
+
+/// Writes a chained row.
+async fn insert(conn: &mut AnyConnection, row: &AuditRow) -> sqlx::Result<()> {
+    bind_entry(
+        sqlx::query(
+            "INSERT INTO audit_log (at, actor, action, session_id, widget_id, names, scope, client_addr, detail, id, prev_hash, hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        ),
+        row,
+    )
+    .bind(row.id)
+    .bind(&row.prev_hash)
+    .bind(&row.hash)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Binds what a row says (`$1`..`$9`), the part staged and chained alike.
+fn bind_entry<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    row: &'q AuditRow,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(row.at)
+        .bind(&row.actor)
+        .bind(&row.action)
+        .bind(&row.session_id)
+        .bind(&row.widget_id)
+        .bind(&row.names)
+        .bind(&row.scope)
+        .bind(&row.client_addr)
+        .bind(&row.detail)
 }
 
 /// Rows in order, optionally only those at or after `since` (ms) or of one session.
@@ -251,6 +291,8 @@ pub struct Verified {
 
 /// Checks the whole chain.
 pub async fn verify(conn: &mut AnyConnection) -> anyhow::Result<Result<Verified, ChainBroken>> {
+    // Rows staged but not yet sealed (PostgreSQL) join the chain first.
+    seal::seal_on(conn).await?;
     let rows = list(conn, None, None).await?;
     let mut prev = vec![0u8; 32];
     for (i, row) in rows.iter().enumerate() {

@@ -191,7 +191,10 @@ pub(super) async fn set_role(
     super::bump_epoch(conn).await
 }
 
+/// How many active admins there are, counted under the admins' lock
+/// (PostgreSQL), so two concurrent demotions cannot both see a second admin.
 pub(super) async fn active_admins(conn: &mut AnyConnection) -> sqlx::Result<i64> {
+    crate::db::lock(conn, crate::db::Lock::Admins).await?;
     sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND disabled = 0")
         .fetch_one(conn)
         .await

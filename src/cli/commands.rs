@@ -273,8 +273,17 @@ async fn background_jobs(state: Arc<Core>, every: Duration) {
 }
 
 /// One round of the background sweep: due widgets expire, expired browser
-/// sessions and idle rate-limit buckets are deleted.
+/// sessions and idle rate-limit buckets are deleted, and audit rows that a
+/// daemon staged but did not seal (it was killed between its commit and
+/// its seal; PostgreSQL only) join the chain.
 async fn sweep(state: &Core, sessions: &DbSessionStore) -> anyhow::Result<()> {
+    match crate::audit::seal::seal(&state.db.write).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(sealed = n, "sealed audit rows another daemon left staged"),
+        Err(err) => {
+            tracing::error!(error = %err, "sealing staged audit rows failed; retrying later")
+        }
+    }
     match widgets::expire_due(state).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
@@ -302,7 +311,8 @@ enum Bootstrap {
 /// On a data dir without users, creates `admin` with `WIDGETD_ADMIN_PASSWORD`
 /// or a random password.
 async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
-    let mut tx = data.db.begin_write().await?;
+    // Alone: two daemons starting together on one database make one admin.
+    let mut tx = data.db.begin_write_exclusive().await?;
     if auth::count_users(&mut tx).await? > 0 {
         return Ok(Bootstrap::NotNeeded);
     }

@@ -116,7 +116,7 @@ pub(super) async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()>
             }
         }
         KeysCommand::Rotate => {
-            let mut tx = data.db.begin_write().await?;
+            let mut tx = data.db.begin_write_exclusive().await?;
             let id = data.keyring.rotate(&mut tx).await?;
             operator_audit(
                 &mut tx,
@@ -200,7 +200,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
 
 /// Rewraps every data key under `new` in one audited transaction.
 async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
-    let mut tx = data.db.begin_write().await?;
+    let mut tx = data.db.begin_write_exclusive().await?;
     let count = rewrap_keyring(&mut tx, &data.master, new).await?;
     operator_audit(
         &mut tx,

@@ -45,6 +45,9 @@ const SKIPPED: &[&str] = &[
     // Link codes live ten minutes; a person asks for a new one.
     "slack_link_codes",
     "_sqlx_migrations",
+    // PostgreSQL's audit rows not sealed yet: sealed into `audit_log`
+    // before the copy reads it.
+    "audit_pending",
 ];
 
 /// What a copy moved: rows per table, and the audit chain's head.
@@ -79,6 +82,8 @@ async fn copy_between(source: &Db, target: &Db) -> anyhow::Result<Copied> {
         .await
         .context("cannot create the schema on the target")?;
     check_tables(target).await?;
+    // Staged audit rows join the chain first, so the copy carries them.
+    crate::audit::seal::seal(&source.write).await?;
     let mut read = source.read.begin().await?;
     if source.backend() == Backend::Postgres {
         // One snapshot for every table, whatever commits meanwhile.

@@ -14,6 +14,7 @@ mod changes;
 pub mod copy;
 pub mod integrity;
 mod memo;
+mod pg_write;
 mod postgres;
 mod sqlite;
 pub mod stats;
@@ -30,6 +31,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, Stamp};
+pub use self::pg_write::{AfterCommit, Lock, lock, lock_sessions};
 pub use self::url::DatabaseUrl;
 pub use self::writer::{Memo, WriteTx};
 pub use types::Flag;
@@ -157,7 +159,15 @@ impl Db {
     /// deployment's write lock. [`WriteTx::commit`] returns once the work is
     /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
-        writer::begin(self.writer.clone()).await
+        writer::begin(self.writer.clone(), false).await
+    }
+
+    /// A write transaction that no other write transaction of the
+    /// deployment runs beside (on PostgreSQL the write lock taken alone;
+    /// SQLite's writer is always alone): for changing every secret's key,
+    /// creating the first data key or the first admin.
+    pub async fn begin_write_exclusive(&self) -> sqlx::Result<WriteTx> {
+        writer::begin(self.writer.clone(), true).await
     }
 
     /// On SQLite, the state of the database as this process knows it: a
@@ -217,7 +227,7 @@ impl Db {
 
     /// Hears, until the returned task is aborted, which sessions other
     /// daemons of the deployment changed (PostgreSQL's LISTEN/NOTIFY; see
-    /// [`notify_change`]): `changed` gets each session id, and `None` when
+    /// [`WriteTx::notify_after_commit`]): `changed` gets each session id, and `None` when
     /// everything must be re-read because notifications may have been
     /// missed. Nothing to hear on SQLite, which has one daemon.
     pub fn follow_changes(
@@ -254,9 +264,6 @@ impl Db {
     }
 }
 
-/// Inside a write transaction: tells the other daemons of the deployment,
-/// once it commits, that `session` changed, so that their event streams
-/// and long-polls wake (a no-op on SQLite).
 /// `text` for a `LIKE … ESCAPE '\\'` pattern: its `%`, `_` and `\\` match
 /// themselves.
 pub fn like_escape(text: &str) -> String {
@@ -268,13 +275,6 @@ pub fn like_escape(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-pub async fn notify_change(conn: &mut AnyConnection, session: &str) -> sqlx::Result<()> {
-    match Dialect::of(conn) {
-        Dialect::Sqlite => Ok(()),
-        Dialect::Postgres => postgres::notify_change(conn, session).await,
-    }
 }
 
 /// Whether the database could not be written for want of room or

@@ -1,21 +1,18 @@
 //! PostgreSQL, for several daemons on one database: one pool per daemon,
-//! advisory locks where SQLite had a single writer or a single daemon.
+//! advisory locks where SQLite had a single writer or a single daemon
+//! (the write transactions' locks are in `pg_write.rs`).
 
 use std::time::Duration;
 
 use anyhow::Context;
+use sqlx::AnyPool;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyConnection, AnyPool};
 
 use super::DatabaseUrl;
 
 /// Connections per daemon. Long-polls and event streams hold none while
 /// they wait, so this bounds concurrent queries, not clients.
 const CONNECTIONS: u32 = 16;
-
-/// The advisory lock every write transaction of the deployment takes: the
-/// PostgreSQL counterpart of SQLite's single writer (see `db/mod.rs`).
-const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
 
 /// Connects the daemon's pool.
 pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {
@@ -36,18 +33,6 @@ pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {
                 "cannot connect to PostgreSQL at {url}: is it running, and does the database exist?"
             )
         })
-}
-
-/// Takes the deployment's write lock inside the transaction on `conn`; it
-/// is released by the transaction's end.
-pub(super) async fn take_write_lock(conn: &mut AnyConnection) -> sqlx::Result<()> {
-    // Wrapped in a SELECT that returns an integer: the Any driver cannot
-    // carry PostgreSQL's `void`.
-    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
-        .bind(WRITE_LOCK)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 /// Runs `job` while holding the session-level advisory lock named `name`,
@@ -84,7 +69,7 @@ where
 
 /// A stable 64-bit key for a job name (FNV-1a), so every daemon of every
 /// version agrees on it.
-fn lock_key(name: &str) -> i64 {
+pub(super) fn lock_key(name: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in name.bytes() {
         hash ^= u64::from(byte);
@@ -101,27 +86,33 @@ pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static))
 
 /// PostgreSQL's connection_exception class (08…), admin_shutdown (57P01,
 /// `pg_terminate_backend` or a fast shutdown), crash_shutdown (57P02),
-/// cannot_connect_now (57P03, starting up) and too_many_connections
-/// (53300).
+/// cannot_connect_now (57P03, starting up), too_many_connections (53300),
+/// and deadlock_detected (40P01: the server rolled this transaction back to
+/// break a wait-for circle between concurrent writers; retrying succeeds).
 pub(super) fn is_connection_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
         .is_some_and(|e| {
-            e.code().starts_with("08") || matches!(e.code(), "57P01" | "57P02" | "57P03" | "53300")
+            e.code().starts_with("08")
+                || matches!(e.code(), "57P01" | "57P02" | "57P03" | "53300" | "40P01")
         })
 }
 
 /// The channel on which every daemon hears which session changed.
 const CHANGES: &str = "widgetd_changes";
 
-/// Tells every daemon, when the caller's transaction commits, that
-/// `session` changed (PostgreSQL delivers a notification only if the
-/// transaction commits, and one per distinct payload).
-pub(super) async fn notify_change(conn: &mut AnyConnection, session: &str) -> sqlx::Result<()> {
-    sqlx::query("SELECT 1 FROM (SELECT pg_notify($1, $2)) AS sent")
-        .bind(CHANGES)
-        .bind(session)
-        .execute(conn)
-        .await?;
+/// Tells every daemon that `sessions` changed, in one statement (outside
+/// any transaction; after the commits that changed them). PostgreSQL
+/// delivers one notification per distinct payload.
+pub(super) async fn notify_changes(pool: &AnyPool, sessions: &[String]) -> sqlx::Result<()> {
+    // Session ids hold no comma. A SELECT that returns an integer: the Any
+    // driver cannot carry PostgreSQL's `void`.
+    sqlx::query(
+        "SELECT count(*) FROM (SELECT pg_notify($1, s) FROM unnest(string_to_array($2, ',')) AS s) AS sent",
+    )
+    .bind(CHANGES)
+    .bind(sessions.join(","))
+    .execute(pool)
+    .await?;
     Ok(())
 }
 

@@ -20,18 +20,20 @@
 //! writer also keeps the rows only it writes in memory (`memo.rs`).
 //!
 //! On PostgreSQL there is no batch: each write transaction is a plain
-//! transaction that takes the deployment's write lock (`postgres.rs`), and
-//! PostgreSQL groups the commits of concurrent transactions itself.
+//! transaction that takes the deployment's write lock shared
+//! (`pg_write.rs`), and PostgreSQL groups the commits of concurrent
+//! transactions itself.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool, Executor, Row, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, Executor, Row};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 pub use super::memo::Memo;
+use super::pg_write::{AfterCommit, PgWrite};
 
 /// A batch this large commits at once, however many are waiting.
 const MAX_MEMBERS: usize = 64;
@@ -46,6 +48,8 @@ type Outcome = Option<Result<(), Failure>>;
 pub(crate) struct Writer {
     backend: super::Backend,
     pool: AnyPool,
+    /// PostgreSQL: the after-commit hooks' gate.
+    follow_up: super::pg_write::FollowUp,
     state: Arc<Mutex<State>>,
     /// Tasks waiting for the lock; zero means nobody would join the batch.
     queued: AtomicUsize,
@@ -102,6 +106,7 @@ impl Writer {
         Self {
             backend,
             pool,
+            follow_up: super::pg_write::FollowUp::default(),
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
         }
@@ -136,7 +141,7 @@ pub struct WriteTx(Inner);
 
 enum Inner {
     Member(Member),
-    Postgres(Transaction<'static, Any>),
+    Postgres(Box<PgWrite>, Arc<Writer>),
 }
 
 /// A member of a SQLite batch.
@@ -159,15 +164,27 @@ impl WriteTx {
     pub async fn commit(self) -> sqlx::Result<()> {
         match self.0 {
             Inner::Member(member) => member.commit().await,
-            Inner::Postgres(tx) => {
-                let started = std::time::Instant::now();
-                let done = tx.commit().await;
-                match &done {
-                    Ok(()) => super::stats::WRITES.committed(1, started.elapsed()),
-                    Err(_) => super::stats::WRITES.failed(),
-                }
-                done
-            }
+            Inner::Postgres(write, writer) => write.commit(&writer.pool, &writer.follow_up).await,
+        }
+    }
+
+    /// Tells the other daemons of the deployment that `session` changed,
+    /// once this transaction has committed (PostgreSQL; SQLite has one
+    /// daemon), before [`WriteTx::commit`] returns.
+    pub fn notify_after_commit(&mut self, session: &str) {
+        if let Inner::Postgres(write, _) = &mut self.0
+            && !write.notify.iter().any(|s| s == session)
+        {
+            write.notify.push(session.to_owned());
+        }
+    }
+
+    /// Runs `hook` once this transaction has committed, before
+    /// [`WriteTx::commit`] returns (PostgreSQL; SQLite needs none). The
+    /// audit log seals its staged rows so.
+    pub fn after_commit(&mut self, hook: AfterCommit) {
+        if let Inner::Postgres(write, _) = &mut self.0 {
+            write.after = Some(hook);
         }
     }
 
@@ -176,7 +193,7 @@ impl WriteTx {
     pub fn memo(&mut self) -> Option<&mut Memo> {
         match &mut self.0 {
             Inner::Member(member) => member.guard.as_mut().map(|state| &mut state.memo),
-            Inner::Postgres(_) => None,
+            Inner::Postgres(..) => None,
         }
     }
 
@@ -184,7 +201,7 @@ impl WriteTx {
     pub async fn rollback(self) -> sqlx::Result<()> {
         match self.0 {
             Inner::Member(member) => member.rollback().await,
-            Inner::Postgres(tx) => tx.rollback().await,
+            Inner::Postgres(write, _) => write.tx.rollback().await,
         }
     }
 }
@@ -243,7 +260,7 @@ impl Deref for WriteTx {
                     .as_ref()
                     .expect("an open batch holds the connection")
             }
-            Inner::Postgres(tx) => tx,
+            Inner::Postgres(write, _) => &write.tx,
         }
     }
 }
@@ -252,7 +269,7 @@ impl DerefMut for WriteTx {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         match &mut self.0 {
             Inner::Member(member) => member.conn(),
-            Inner::Postgres(tx) => tx,
+            Inner::Postgres(write, _) => &mut write.tx,
         }
     }
 }
@@ -271,12 +288,12 @@ impl Drop for Member {
 }
 
 /// Starts a write transaction: joins (or opens) the SQLite batch, or begins
-/// a PostgreSQL transaction that holds the write lock.
-pub(super) async fn begin(writer: Arc<Writer>) -> sqlx::Result<WriteTx> {
+/// a PostgreSQL transaction that holds the write lock, shared or
+/// (`exclusive`) alone. SQLite's writer is always alone.
+pub(super) async fn begin(writer: Arc<Writer>, exclusive: bool) -> sqlx::Result<WriteTx> {
     if writer.backend == super::Backend::Postgres {
-        let mut tx = writer.pool.begin().await?;
-        super::postgres::take_write_lock(&mut tx).await?;
-        return Ok(WriteTx(Inner::Postgres(tx)));
+        let write = super::pg_write::begin(&writer.pool, exclusive).await?;
+        return Ok(WriteTx(Inner::Postgres(Box::new(write), writer)));
     }
     join(writer)
         .await

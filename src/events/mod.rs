@@ -15,7 +15,7 @@ use sqlx::AnyConnection;
 use tokio::sync::watch;
 
 use crate::clock;
-use crate::db::Dialect;
+use crate::db::{Dialect, WriteTx};
 use crate::ids::SessionId;
 
 /// A stored event.
@@ -29,13 +29,17 @@ pub struct Event {
 }
 
 /// Writes an event inside the caller's transaction; publish its session to
-/// the hub after the commit.
+/// the hub after the commit. Other daemons hear of it after the commit
+/// (`WriteTx::notify_after_commit`).
 pub async fn record(
-    conn: &mut AnyConnection,
+    tx: &mut WriteTx,
     session: &SessionId,
     kind: &'static str,
     payload: &Value,
 ) -> sqlx::Result<i64> {
+    // Ids grow in commit order within the session (PostgreSQL: the
+    // session's lock is held to the commit), so a replay never skips one.
+    crate::db::lock(tx, crate::db::Lock::Session(session.as_str())).await?;
     let id = sqlx::query_scalar(
         "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
     )
@@ -43,9 +47,9 @@ pub async fn record(
     .bind(kind)
     .bind(payload.to_string())
     .bind(clock::now_ms())
-    .fetch_one(&mut *conn)
+    .fetch_one(&mut **tx)
     .await?;
-    crate::db::notify_change(conn, session.as_str()).await?;
+    tx.notify_after_commit(session.as_str());
     Ok(id)
 }
 

@@ -34,7 +34,8 @@ pub struct Prompt {
 }
 
 /// Queues the prompt of `widget` in the caller's transaction. The unique key
-/// on the widget makes a second queueing impossible.
+/// on the widget makes a second queueing impossible. Watchers hear of it by
+/// the event the caller writes with it.
 pub async fn queue(
     conn: &mut AnyConnection,
     session: &SessionId,
@@ -48,9 +49,8 @@ pub async fn queue(
     .bind(widget)
     .bind(text)
     .bind(clock::now_ms())
-    .execute(&mut *conn)
+    .execute(conn)
     .await?;
-    crate::db::notify_change(conn, session.as_str()).await?;
     Ok(())
 }
 

@@ -424,7 +424,8 @@ pub async fn reencrypt_all(
     drop(conn);
     let mut done = 0;
     loop {
-        let mut tx = db.begin_write().await?;
+        // Alone: no value is written meanwhile under the key being left.
+        let mut tx = db.begin_write_exclusive().await?;
         let rows = store::rows_not_on_key(&mut tx, newest.id, batch).await?;
         if rows.is_empty() {
             break;

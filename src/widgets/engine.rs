@@ -165,7 +165,7 @@ async fn answerable(
     id: &WidgetId,
     user: &UserId,
 ) -> AppResult<(WidgetRow, Session)> {
-    let widget = super::get_widget(tx, id).await?;
+    let widget = super::get_widget_locked(tx, id).await?;
     let session = sessions::get_session(tx, &widget.session_id).await?;
     access::check(tx, Caller::Person(user), &session, Need::Answer)
         .await
@@ -191,7 +191,7 @@ async fn answerable_by_agent_client(
     id: &WidgetId,
     agent: &SessionId,
 ) -> AppResult<(WidgetRow, Session)> {
-    let widget = super::get_widget(tx, id).await?;
+    let widget = super::get_widget_locked(tx, id).await?;
     if &widget.session_id != agent {
         return Err(AppError::NotFound("widget"));
     }
@@ -397,7 +397,7 @@ pub async fn expire_unwaited(
     cause: Cause<'_>,
 ) -> AppResult<Option<WidgetView>> {
     let mut tx = state.db.begin_write().await?;
-    let widget = super::get_widget(&mut tx, id).await?;
+    let widget = super::get_widget_locked(&mut tx, id).await?;
     if widget.status == WidgetStatus::Pending {
         let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
         let mut result = loaded.unanswered();
@@ -429,9 +429,19 @@ pub async fn expire_due(state: &Core) -> AppResult<usize> {
     let mut expired = 0;
     loop {
         let mut tx = state.db.begin_write().await?;
-        let due = store::due(&mut tx, clock::now_ms(), 100).await?;
+        let now = clock::now_ms();
+        let mut due = store::due(&mut tx, now, 100).await?;
         if due.is_empty() {
             return Ok(expired);
+        }
+        if crate::db::Dialect::of(&tx) == crate::db::Dialect::Postgres {
+            // Their sessions' locks, in sorted order, then the list again
+            // under them: a widget answered meanwhile is no longer due.
+            let locked: std::collections::BTreeSet<SessionId> =
+                due.iter().map(|w| w.session_id.clone()).collect();
+            crate::db::lock_sessions(&mut tx, locked.iter().map(SessionId::as_str)).await?;
+            due = store::due(&mut tx, now, 100).await?;
+            due.retain(|w| locked.contains(&w.session_id));
         }
         let cause = Cause {
             actor: &Actor::System,
@@ -457,6 +467,7 @@ pub async fn archive_session(
     cause: Cause<'_>,
 ) -> AppResult<usize> {
     let mut tx = state.db.begin_write().await?;
+    crate::db::lock(&mut tx, crate::db::Lock::Session(session_id.as_str())).await?;
     sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {

@@ -184,7 +184,7 @@ pub async fn cancel_by_agent(
     cause: Cause<'_>,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let widget = get_widget(&mut tx, id).await?;
+    let widget = super::get_widget_locked(&mut tx, id).await?;
     if &widget.session_id != agent {
         return Err(AppError::NotFound("widget"));
     }

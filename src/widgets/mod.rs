@@ -145,6 +145,20 @@ pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<Wi
         .ok_or(AppError::NotFound("widget"))
 }
 
+/// The widget `id`, or 404, read in a write transaction under its
+/// session's lock (PostgreSQL; [`crate::db::Lock::Session`]): what a
+/// transaction reads here no other writer of the session changes before it
+/// commits. The first read finds the session; the second, under the lock,
+/// is the one to trust.
+pub async fn get_widget_locked(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<WidgetRow> {
+    let first = get_widget(conn, id).await?;
+    if crate::db::Dialect::of(conn) == crate::db::Dialect::Sqlite {
+        return Ok(first);
+    }
+    crate::db::lock(conn, crate::db::Lock::Session(first.session_id.as_str())).await?;
+    get_widget(conn, id).await
+}
+
 /// The widget `id`, or 404, as [`get_widget`] reads it from the read
 /// pool; on SQLite served from memory when no write can have changed the
 /// row since it was read (`cache.rs`). For callers that only show it.
@@ -163,7 +177,6 @@ pub async fn read_widget(core: &Core, id: &WidgetId) -> AppResult<WidgetRow> {
     Ok(row)
 }
 
-/// Every widget of a session, oldest first.
 /// The widgets that stand at transcript lines `from..=to` (message ids):
 /// what one page of the transcript shows.
 pub async fn widgets_of_messages(
@@ -175,6 +188,7 @@ pub async fn widgets_of_messages(
     Ok(store::of_messages(conn, session, from, to).await?)
 }
 
+/// Every widget of a session, oldest first.
 pub async fn session_widgets(
     conn: &mut AnyConnection,
     session: &SessionId,

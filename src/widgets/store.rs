@@ -24,20 +24,26 @@ pub struct WidgetRow {
 
 const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
-/// Inserts a widget and its transcript message: on SQLite both in one
-/// statement list (one hop to its worker thread; `$N` names the same
-/// argument in both), on PostgreSQL, which prepares one statement at a
-/// time, one after the other.
+/// Inserts a widget and its transcript message in one round trip: on
+/// SQLite one statement list (one hop to its worker thread; `$N` names the
+/// same argument in both), on PostgreSQL, which prepares one statement at
+/// a time, one statement whose first part inserts the widget. The caller
+/// holds the session's lock (`create_living`), so the line takes its place
+/// in the session's order.
 pub(super) async fn insert(conn: &mut AnyConnection, w: &WidgetRow) -> sqlx::Result<()> {
     const MESSAGE: &str = "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
                            VALUES ($2, 'widget', 'agent', $1, $7)";
     let widget =
         format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
-    let together = Dialect::of(conn) == Dialect::Sqlite;
-    let sql = if together {
-        format!("{widget}; {MESSAGE}")
-    } else {
-        widget
+    let sql = match Dialect::of(conn) {
+        Dialect::Sqlite => format!("{widget}; {MESSAGE}"),
+        // The message's foreign key needs the widget: a data-modifying
+        // CTE runs first and is seen by the outer statement's checks.
+        Dialect::Postgres => format!(
+            "WITH w AS ({widget} RETURNING id) \
+             INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
+             SELECT $2, 'widget', 'agent', w.id, $7 FROM w"
+        ),
     };
     sqlx::query(&sql)
         .bind(&w.id)
@@ -52,16 +58,6 @@ pub(super) async fn insert(conn: &mut AnyConnection, w: &WidgetRow) -> sqlx::Res
         .bind(&w.resolved_by)
         .execute(&mut *conn)
         .await?;
-    if !together {
-        sqlx::query(
-            "INSERT INTO messages (session_id, kind, role, widget_id, created_at) VALUES ($1, 'widget', 'agent', $2, $3)",
-        )
-        .bind(&w.session_id)
-        .bind(&w.id)
-        .bind(w.created_at)
-        .execute(conn)
-        .await?;
-    }
     Ok(())
 }
 

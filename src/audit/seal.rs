@@ -1,0 +1,116 @@
+//! PostgreSQL's audit chain, sealed after the commit.
+//!
+//! Several daemons write concurrently, so a write transaction cannot read
+//! the chain's head without serialising every writer behind it. Instead it
+//! stages its rows in `audit_pending`; after it commits, the sealer (one at
+//! a time in the deployment, under an advisory lock) moves every staged
+//! row into `audit_log`, in the order of the staging table's ids, giving
+//! each the next id and chaining its hash to the row before. A staged row
+//! is durable from its transaction's commit, and lands in the chain
+//! exactly once: its move and its deletion from the staging table are one
+//! transaction. SQLite, with one writer, chains rows as they are written.
+
+use futures_util::future::BoxFuture;
+use sqlx::{AnyConnection, AnyPool, Connection};
+
+use super::AuditRow;
+
+/// The sealer's lock (a PostgreSQL advisory lock key).
+const SEAL_LOCK: i64 = 0x7769_6467_6574_6402; // "widget" + 2
+
+/// How many staged rows one sealing transaction moves at most.
+const BATCH: i64 = 500;
+
+/// The after-commit hook of a transaction that staged rows.
+pub fn after_commit(pool: AnyPool) -> BoxFuture<'static, sqlx::Result<()>> {
+    Box::pin(async move { seal(&pool).await.map(drop) })
+}
+
+/// Seals every staged row; returns how many. A no-op on SQLite.
+pub async fn seal(pool: &AnyPool) -> sqlx::Result<u64> {
+    let mut conn = pool.acquire().await?;
+    seal_on(&mut conn).await
+}
+
+/// [`seal`] on one connection (outside a transaction).
+pub async fn seal_on(conn: &mut AnyConnection) -> sqlx::Result<u64> {
+    if crate::db::Dialect::of(conn) == crate::db::Dialect::Sqlite {
+        return Ok(0);
+    }
+    let mut sealed = 0;
+    loop {
+        let moved = seal_batch(conn).await?;
+        sealed += moved;
+        if moved < BATCH as u64 {
+            return Ok(sealed);
+        }
+    }
+}
+
+/// One sealing transaction: at most [`BATCH`] rows.
+async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
+    let mut tx = conn.begin().await?;
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+        .bind(SEAL_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    // Taken and deleted in one statement: exactly the rows returned leave
+    // the staging table. (A row with a lower id may commit after a higher
+    // one was read; a separate "delete up to the last id read" would drop
+    // it unsealed.)
+    let mut staged: Vec<Staged> = sqlx::query_as(
+        "DELETE FROM audit_pending WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT $1)
+         RETURNING id, at, actor, action, session_id, widget_id, names, scope, client_addr, detail",
+    )
+    .bind(BATCH)
+    .fetch_all(&mut *tx)
+    .await?;
+    if staged.is_empty() {
+        tx.rollback().await?;
+        return Ok(0);
+    }
+    staged.sort_unstable_by_key(|row| row.id);
+    let (mut id, mut prev): (i64, Vec<u8>) =
+        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or((0, vec![0u8; 32]));
+    let count = staged.len() as u64;
+    for row in staged {
+        id += 1;
+        let mut row = AuditRow {
+            id,
+            at: row.at,
+            actor: row.actor,
+            action: row.action,
+            session_id: row.session_id,
+            widget_id: row.widget_id,
+            names: row.names,
+            scope: row.scope,
+            client_addr: row.client_addr,
+            detail: row.detail,
+            prev_hash: prev,
+            hash: Vec::new(),
+        };
+        row.hash = row.compute_hash(&row.prev_hash);
+        super::insert(&mut tx, &row).await?;
+        prev = row.hash;
+    }
+    tx.commit().await?;
+    Ok(count)
+}
+
+/// A staged row: an audit row without its place in the chain.
+#[derive(sqlx::FromRow)]
+struct Staged {
+    id: i64,
+    at: i64,
+    actor: String,
+    action: String,
+    session_id: Option<String>,
+    widget_id: Option<String>,
+    names: Option<String>,
+    scope: Option<String>,
+    client_addr: Option<String>,
+    detail: Option<String>,
+}

@@ -1,0 +1,205 @@
+//! PostgreSQL's write transactions: concurrent, with locks only where two
+//! of them must not interleave.
+//!
+//! Every write transaction takes the deployment's write lock *shared*, so
+//! write transactions run and commit side by side and PostgreSQL groups
+//! their WAL flushes; the few operations that must see no other writer
+//! (re-keying the vault, creating the first data key, the first admin)
+//! take it exclusively ([`super::Db::begin_write_exclusive`]). What the
+//! one exclusive lock used to give for free is kept by narrower locks
+//! (`docs/architecture.md`, "Several daemons"):
+//!
+//! - the order of a session's events, transcript lines and widgets: a
+//!   transaction takes the session's lock ([`lock`] with [`Lock::Session`])
+//!   before it counts, inserts or changes them, so ids grow in commit order
+//!   within a session and a `Last-Event-ID` replay never skips a row;
+//! - rate-limit buckets and the count of admins: their own locks;
+//! - the audit chain: rows are staged in `audit_pending` and sealed into
+//!   the chain after the commit, by one sealer at a time
+//!   (`src/audit/seal.rs`), through the hook a transaction registers with
+//!   [`super::WriteTx::after_commit`].
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::future::BoxFuture;
+use sqlx::{Any, AnyConnection, AnyPool, Transaction};
+
+use super::Dialect;
+
+/// The lock every write transaction of the deployment takes (shared), and
+/// the few that must run alone take exclusively.
+const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
+
+/// Work to do once a transaction has committed, on the pool (the audit
+/// sealer). One per transaction: registering the same hook twice is one.
+pub type AfterCommit = fn(AnyPool) -> BoxFuture<'static, sqlx::Result<()>>;
+
+/// A PostgreSQL write transaction.
+pub(super) struct PgWrite {
+    pub(super) tx: Transaction<'static, Any>,
+    pub(super) after: Option<AfterCommit>,
+    /// Sessions whose change the other daemons hear of after the commit.
+    pub(super) notify: Vec<String>,
+}
+
+impl PgWrite {
+    /// Commits, then runs the after-commit hook, if any, through
+    /// `follow_up`.
+    pub(super) async fn commit(self, pool: &AnyPool, follow_up: &FollowUp) -> sqlx::Result<()> {
+        let started = std::time::Instant::now();
+        let done = self.tx.commit().await;
+        match &done {
+            Ok(()) => super::stats::WRITES.committed(1, started.elapsed()),
+            Err(_) => super::stats::WRITES.failed(),
+        }
+        if done.is_ok() && (self.after.is_some() || !self.notify.is_empty()) {
+            follow_up.after_commit(pool, self.after, self.notify).await;
+        }
+        done
+    }
+}
+
+/// Runs what follows the commits of one daemon so that one run covers every
+/// transaction that committed before it started: of many transactions
+/// committing together, one runs the hook (the audit seal) and tells the
+/// other daemons of every changed session, in one `NOTIFY` statement, and
+/// the others wait for it instead of queueing one by one.
+///
+/// `NOTIFY` is not sent inside the write transaction: PostgreSQL holds a
+/// lock of its own from a notifying transaction's commit until the commit
+/// is flushed, so notifying transactions commit one at a time (seen as
+/// `Lock:object` waits in `pg_stat_activity`). Sent after the commit it
+/// still reaches the others only after the change is visible; if the
+/// daemon dies in between, the others' streams and long-polls find the
+/// change at their next periodic re-read.
+#[derive(Debug, Default)]
+pub(super) struct FollowUp {
+    /// Transactions committed with something to follow, counted.
+    committed: AtomicU64,
+    /// The count the last finished run covered.
+    covered: tokio::sync::Mutex<u64>,
+    /// What the next run does: the hook, if a transaction registered one,
+    /// and the sessions to tell the other daemons of.
+    due: std::sync::Mutex<(Option<AfterCommit>, BTreeSet<String>)>,
+}
+
+impl FollowUp {
+    /// After a commit whose transaction registered `hook`: returns once a
+    /// run of `hook` that started after the commit has ended. A failed run
+    /// is logged, not returned: the transaction committed, and what the
+    /// hook missed is caught up later (`src/audit/seal.rs`).
+    pub(super) async fn after_commit(
+        &self,
+        pool: &AnyPool,
+        hook: Option<AfterCommit>,
+        sessions: Vec<String>,
+    ) {
+        {
+            let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
+            due.0 = due.0.or(hook);
+            due.1.extend(sessions);
+        }
+        // Counted after the due work is recorded: a run that covers this
+        // ticket sees it.
+        let ticket = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut covered = self.covered.lock().await;
+        if *covered >= ticket {
+            return;
+        }
+        let target = self.committed.load(Ordering::SeqCst);
+        let (hook, sessions) = {
+            let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
+            (due.0.take(), std::mem::take(&mut due.1))
+        };
+        if let Some(hook) = hook
+            && let Err(err) = hook(pool.clone()).await
+        {
+            tracing::warn!(error = %err, "the after-commit step failed; it is retried");
+        }
+        if !sessions.is_empty() {
+            let sessions: Vec<String> = sessions.into_iter().collect();
+            if let Err(err) = super::postgres::notify_changes(pool, &sessions).await {
+                tracing::warn!(error = %err, "could not tell the other daemons of a change; they find it at their next re-read");
+            }
+        }
+        *covered = target;
+    }
+}
+
+/// Begins a write transaction holding the deployment's write lock, shared
+/// or (`exclusive`) alone.
+pub(super) async fn begin(pool: &AnyPool, exclusive: bool) -> sqlx::Result<PgWrite> {
+    let mut tx = pool.begin().await?;
+    // Wrapped in a SELECT that returns an integer: the Any driver cannot
+    // carry PostgreSQL's `void`.
+    let sql = if exclusive {
+        "SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked"
+    } else {
+        "SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared($1)) AS locked"
+    };
+    sqlx::query(sql).bind(WRITE_LOCK).execute(&mut *tx).await?;
+    Ok(PgWrite {
+        tx,
+        after: None,
+        notify: Vec::new(),
+    })
+}
+
+/// What a transaction may lock beyond its rows.
+#[derive(Debug, Clone, Copy)]
+pub enum Lock<'a> {
+    /// A session: the order of its events, lines and widgets, and what its
+    /// limits count.
+    Session(&'a str),
+    /// A rate-limit bucket, by key.
+    Bucket(&'a str),
+    /// The set of active admins (at least one must stay).
+    Admins,
+}
+
+impl Lock<'_> {
+    /// The lock's 64-bit key: its class in the first argument of the
+    /// two-key advisory lock, a hash of the name in the second.
+    fn keys(self) -> (i32, i32) {
+        let (class, name) = match self {
+            Self::Session(id) => (1, id),
+            Self::Bucket(key) => (2, key),
+            Self::Admins => (3, ""),
+        };
+        let hash = super::postgres::lock_key(name);
+        (class, (hash ^ (hash >> 32)) as i32)
+    }
+}
+
+/// Takes `what` until the end of the transaction on `conn` (taking it again
+/// in the same transaction is free of waits). A no-op on SQLite, whose one
+/// writer runs transactions one at a time. Two transactions that need
+/// several sessions take them in sorted order ([`lock_all`]).
+pub async fn lock(conn: &mut AnyConnection, what: Lock<'_>) -> sqlx::Result<()> {
+    if Dialect::of(conn) == Dialect::Sqlite {
+        return Ok(());
+    }
+    let (class, key) = what.keys();
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS locked")
+        .bind(class)
+        .bind(key)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Takes the locks of several sessions, in sorted order so that two
+/// transactions never wait for each other in a circle.
+pub async fn lock_sessions<'a>(
+    conn: &mut AnyConnection,
+    sessions: impl IntoIterator<Item = &'a str>,
+) -> sqlx::Result<()> {
+    let mut sorted: Vec<&str> = sessions.into_iter().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    for session in sorted {
+        lock(conn, Lock::Session(session)).await?;
+    }
+    Ok(())
+}
