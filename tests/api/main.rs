@@ -37,6 +37,7 @@ mod ops;
 mod ops_docs;
 mod pages;
 mod payloads;
+mod pg_concurrency;
 mod proxy;
 mod questions;
 mod replies;

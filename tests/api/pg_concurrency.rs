@@ -1,0 +1,230 @@
+//! PostgreSQL's write transactions run side by side (`src/db/pg_write.rs`):
+//! what the deployment-wide lock used to guarantee must still hold when two
+//! daemons write one session at once. A session's events reach a live
+//! stream in order with none skipped; a rate-limit bucket loses no take;
+//! the audit chain, sealed after each commit, stays one chain with every
+//! row. These tests run on PostgreSQL whatever the rest of the suite runs
+//! on (`WIDGETD_TEST_POSTGRES`, else the server on 127.0.0.1:5432).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{Daemon, TestApp, open_data, scene, spawn_postgres_app};
+
+/// The `id:` of every event in `text` (a stream's bytes so far), in order.
+fn event_ids(text: &str) -> Vec<i64> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("id:"))
+        .filter_map(|id| id.trim().parse().ok())
+        .collect()
+}
+
+/// Creates `count` env_vars widgets in `session` at once, alternately on
+/// `a` and `b`; returns the statuses and the ids of those created.
+async fn create_at_once(
+    a: &TestApp,
+    b: &TestApp,
+    agent: &str,
+    session: &str,
+    count: usize,
+) -> (Vec<StatusCode>, Vec<String>) {
+    let requests = (0..count).map(|i| {
+        let app = if i % 2 == 0 { a } else { b };
+        async move {
+            let body = json!({ "names": [format!("RACE_KEY_{i}")], "reason": "race" });
+            let r = app.request_env_vars(agent, session, &body).await;
+            let status = r.status();
+            let id = r
+                .json::<Value>()
+                .await
+                .ok()
+                .and_then(|body| body["widget_id"].as_str().map(str::to_owned));
+            (status, id)
+        }
+    });
+    let (statuses, ids): (Vec<_>, Vec<_>) = futures_util::future::join_all(requests)
+        .await
+        .into_iter()
+        .unzip();
+    (statuses, ids.into_iter().flatten().collect())
+}
+
+/// Opens the session's event stream on `app`.
+async fn open_stream(app: &TestApp, session: &str, host: &str) -> reqwest::Response {
+    let stream = app
+        .client
+        .get(format!("{}/api/v1/sessions/{session}/events", app.url))
+        .bearer_auth(host)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    stream
+}
+
+/// Reads `stream` until the event `last` arrives; returns the ids seen.
+async fn read_until(mut stream: reqwest::Response, last: i64) -> Vec<i64> {
+    let mut text = String::new();
+    while !event_ids(&text).contains(&last) {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), stream.chunk())
+            .await
+            .expect("the event stream stayed silent")
+            .unwrap()
+            .expect("the event stream ended");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    event_ids(&text)
+}
+
+#[tokio::test]
+async fn a_sessions_events_written_by_two_daemons_at_once_reach_every_stream_in_order_with_none_skipped()
+ {
+    let a = spawn_postgres_app().await;
+    let b = a.spawn_peer().await;
+    let scene = scene(&a, "alice").await;
+    let mut streams = Vec::new();
+    for app in [&a, &b, &a, &b, &a, &b] {
+        streams.push(open_stream(app, &scene.session, &scene.host).await);
+    }
+
+    // Each widget is created, then dismissed by the person, all at once
+    // over both daemons: two events per widget, written side by side.
+    let (statuses, ids) = create_at_once(&a, &b, &scene.agent, &scene.session, 30).await;
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::CREATED),
+        "{statuses:?}"
+    );
+    let browsers = [a.login("alice").await, b.login("alice").await];
+    let dismissals = ids.iter().enumerate().map(|(i, id)| {
+        let (app, browser) = if i % 2 == 0 {
+            (&a, &browsers[0])
+        } else {
+            (&b, &browsers[1])
+        };
+        async move {
+            app.post_json_as(browser, &format!("/widgets/{id}/dismiss"), &json!({}))
+                .await
+                .status()
+        }
+    });
+    let dismissed = futures_util::future::join_all(dismissals).await;
+    assert!(dismissed.iter().all(|s| s.is_success()), "{dismissed:?}");
+
+    let stored: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM events WHERE session_id = $1 ORDER BY id")
+            .bind(&scene.session)
+            .fetch_all(&a.state.db.read)
+            .await
+            .unwrap();
+    assert!(stored.len() >= 60, "{} events stored", stored.len());
+    let last = *stored.last().unwrap();
+    // A live stream, woken as each commit lands on either daemon, reads
+    // "after the last id I sent": an id that committed after a higher one
+    // would be skipped for good.
+    let seen =
+        futures_util::future::join_all(streams.into_iter().map(|s| read_until(s, last))).await;
+    for (n, seen) in seen.iter().enumerate() {
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "stream {n} out of order: {seen:?}"
+        );
+        let missed: BTreeSet<i64> = stored
+            .iter()
+            .copied()
+            .filter(|id| !seen.contains(id))
+            .collect();
+        assert!(missed.is_empty(), "stream {n} skipped events {missed:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_agents_rate_limit_loses_no_take_when_two_daemons_race() {
+    let a = spawn_postgres_app().await;
+    let b = a.spawn_peer().await;
+    let scene = scene(&a, "alice").await;
+    // The agent's bucket holds 30 (`src/limits.rs`, PER_AGENT); 45 at once,
+    // over both daemons, must find exactly 30 in it.
+    let (statuses, _) = create_at_once(&a, &b, &scene.agent, &scene.session, 45).await;
+    let created = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((created, limited), (30, 15), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn audit_rows_of_concurrent_commits_are_all_sealed_into_one_chain_before_each_reply() {
+    let a = spawn_postgres_app().await;
+    let b = a.spawn_peer().await;
+    let first = scene(&a, "alice").await;
+    let second = scene(&b, "bob").await;
+    let before = a.count("SELECT count(*) FROM audit_log").await;
+    let (one, two) = tokio::join!(
+        create_at_once(&a, &b, &first.agent, &first.session, 25),
+        create_at_once(&b, &a, &second.agent, &second.session, 25),
+    );
+    let (one, two) = (one.0, two.0);
+    assert!(
+        one.iter().chain(&two).all(|s| *s == StatusCode::CREATED),
+        "{one:?} {two:?}"
+    );
+    // Every reply came after its row was sealed: nothing is left staged,
+    // and the chain holds all 50.
+    assert_eq!(a.count("SELECT count(*) FROM audit_pending").await, 0);
+    assert_eq!(a.count("SELECT count(*) FROM audit_log").await, before + 50);
+    let mut conn = b.state.db.read.acquire().await.unwrap();
+    let verified = widgetd::audit::verify(&mut conn).await.unwrap();
+    let verified = verified.expect("the chain verifies");
+    assert_eq!(verified.rows as i64, before + 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep() {
+    let tmp = crate::backend::postgres_dir();
+    let dir = tmp.path().join("data");
+    let data = open_data(&dir).await;
+    data.db.migrate().await.unwrap();
+    // A running daemon, its start-up writes done and sealed; then what a
+    // daemon killed between its commit and its seal leaves behind, which
+    // only the running daemon's background sweep can seal.
+    let daemon = Daemon::start_with(&dir, tmp.path(), "sealer", &["--sweep-secs", "1"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sqlx::query(
+        "INSERT INTO audit_pending (at, actor, action, detail) \
+         VALUES (1, 'system', 'test.staged', 'left behind')",
+    )
+    .execute(&data.db.write)
+    .await
+    .unwrap();
+    let count = |sql: &'static str| {
+        let pool = data.db.read.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count("SELECT count(*) FROM audit_pending").await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the staged row was never sealed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    daemon.stop();
+    assert_eq!(
+        count("SELECT count(*) FROM audit_log WHERE action = 'test.staged'").await,
+        1
+    );
+    let mut conn = data.db.read.acquire().await.unwrap();
+    assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
+}
