@@ -49,7 +49,7 @@ pub use env_vars::EnvVars;
 pub use fields::Fields;
 pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
 pub use store::WidgetRow;
-pub use wait::{MAX_WAIT_SECS, after_waiting, check_wait, wait_for_answer};
+pub use wait::{MAX_WAIT_SECS, NEXT_TURN, after_waiting, check_wait, wait_for_answer};
 
 use crate::Core;
 use crate::audit::{Actor, ClientAddr};

@@ -3,9 +3,15 @@
 
 use serde_json::{Value, json};
 
-use super::{Answered, Created, Waited, WidgetId, WidgetStatus, WidgetView, get_widget};
+use super::{
+    Answered, Created, EnvVars, Request, Waited, WidgetId, WidgetStatus, WidgetView, get_widget,
+};
 use crate::Core;
 use crate::error::{AppError, AppResult};
+
+/// What a call that learns an `env_vars` outcome is told to do.
+pub const NEXT_TURN: &str = "The values are in the environment of your next turn, not of this one: \
+     end your turn now; its prompt starts the next.";
 
 /// Longest a caller may wait for the answer.
 pub const MAX_WAIT_SECS: u64 = 300;
@@ -53,6 +59,19 @@ pub async fn after_waiting(state: &Core, created: Created, wait: u64) -> AppResu
     let mut body = json!({ "widget_id": view.widget_id, "status": view.status, "result": result });
     if let Some(answers) = result.get("answers") {
         body["answers"] = answers.clone();
+    }
+    if view.kind == EnvVars::NAME && view.status == WidgetStatus::Submitted {
+        // Values reach the agent only in the environment of a process
+        // started after they were given: its next turn, which its prompt
+        // starts. That prompt stays queued, though this call learns the
+        // outcome (a person quick enough to answer while an elicitation
+        // was still on its way back would otherwise leave no turn to run
+        // with the key).
+        body["message"] = Value::from(NEXT_TURN);
+        return Ok(Waited {
+            body,
+            answered: None,
+        });
     }
     let answered = Answered {
         session: view.session_id.clone(),

@@ -909,6 +909,61 @@ async fn race_in(modern: bool) {
     }
 }
 
+/// A key typed in the page while the URL elicitation is still open: the
+/// call learns it was submitted and is told to end its turn, and the
+/// prompt that starts the next turn (the first whose environment holds
+/// the key) stays queued for the host.
+#[tokio::test]
+async fn a_key_given_while_its_call_is_open_still_starts_the_next_turn() {
+    for modern in [false, true] {
+        let app = spawn_app().await;
+        let alice = scene(&app, "alice").await;
+        let browser = app.login("alice").await;
+        let mut desk = desk(&app, &alice.agent, Declares::Url, modern).await;
+        let answers = desk.answers.clone();
+        let mut asked = std::mem::replace(&mut desk.asked, mpsc::unbounded_channel().1);
+        let call_task = tokio::spawn(async move {
+            call(
+                &desk,
+                "request_env_vars",
+                json!({ "names": ["K"], "reason": "to test" }),
+            )
+            .await
+        });
+        let Some(ElicitRequestParams::UrlElicitationParams { url, .. }) = asked.recv().await
+        else {
+            panic!("modern: {modern}: no URL elicitation");
+        };
+        let id = url.rsplit('/').next().unwrap().to_owned();
+        let r = app
+            .post_form(
+                &browser,
+                &format!("/widgets/{id}/submit"),
+                &[("value.K", &canary("next-turn")), ("scope", "session")],
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        answers
+            .send(ElicitResult::new(ElicitationAction::Accept))
+            .unwrap();
+        let body = call_task.await.unwrap();
+        assert_eq!(body["status"], "submitted", "modern: {modern}: {body}");
+        // An acknowledgement would follow the response's last byte.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let prompts = app.prompts(&alice.host, &alice.session, 0).await;
+        assert_eq!(prompts.len(), 1, "modern: {modern}: {prompts:?}");
+        assert_eq!(
+            prompts[0]["text"],
+            "[Agor] User submitted K (scope: session). You can now retry the operation that needed it."
+        );
+        assert_eq!(
+            body["message"],
+            widgetd::widgets::NEXT_TURN,
+            "modern: {modern}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_operator_and_the_session_choose_the_modes() {
     // The daemon allows URL mode only: questions stay in the transcript.

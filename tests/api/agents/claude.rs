@@ -216,6 +216,12 @@ fn drain(
     (written, task)
 }
 
+/// The last `lines` lines of `text`.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
 fn text_of(written: &Written) -> String {
     String::from_utf8_lossy(&written.lock().unwrap()).into_owned()
 }
@@ -232,6 +238,7 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         Step::SayLastResult,
     ]);
     let recipe = docs::command("claude-host", &t.s.session);
+    let debug_log = t.ws.home.join("claude-debug.log");
     let mut command = t.ws.command(env!("CARGO_BIN_EXE_widgetd"), &t.model.url);
     // As a person runs it: the API token and URL exported, the agent token
     // never shown (the host issues one).
@@ -239,6 +246,10 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         .args(&recipe[1..])
         .env("WIDGETD_URL", &t.app.url)
         .env("WIDGETD_TOKEN", &t.s.host)
+        // Claude Code's own debug log, for a failure message: each turn
+        // writes it afresh.
+        .env("DEBUG", "1")
+        .env("CLAUDE_CODE_DEBUG_LOGS_DIR", &debug_log)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -279,11 +290,12 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
     if answered.is_err() {
         panic!(
             "no approval card within 110 s of the key's submission.\n{}\nthe host's stdout:\n{}\n\
-             the host's stderr:\n{}\n{}",
+             the host's stderr:\n{}\n{}\nthe end of Claude Code's debug log:\n{}",
             t.model.describe(),
             text_of(&stdout.0),
             text_of(&stderr.0),
             super::what_the_session_holds(&t.app, &t.s.session).await,
+            tail(&std::fs::read_to_string(&debug_log).unwrap_or_default(), 120),
         );
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
