@@ -930,8 +930,7 @@ async fn a_key_given_while_its_call_is_open_still_starts_the_next_turn() {
             )
             .await
         });
-        let Some(ElicitRequestParams::UrlElicitationParams { url, .. }) = asked.recv().await
-        else {
+        let Some(ElicitRequestParams::UrlElicitationParams { url, .. }) = asked.recv().await else {
             panic!("modern: {modern}: no URL elicitation");
         };
         let id = url.rsplit('/').next().unwrap().to_owned();

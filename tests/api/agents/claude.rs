@@ -295,7 +295,10 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
             text_of(&stdout.0),
             text_of(&stderr.0),
             super::what_the_session_holds(&t.app, &t.s.session).await,
-            tail(&std::fs::read_to_string(&debug_log).unwrap_or_default(), 120),
+            tail(
+                &std::fs::read_to_string(&debug_log).unwrap_or_default(),
+                120
+            ),
         );
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
