@@ -85,15 +85,10 @@ async fn take_at(
     keys: &[(String, Bucket)],
     now: i64,
 ) -> sqlx::Result<Result<(), Duration>> {
-    if tx.memo().is_none() {
-        // PostgreSQL: each bucket is read and written back under its lock,
-        // taken in sorted order, so no concurrent take is lost.
-        let mut sorted: Vec<&str> = keys.iter().map(|(key, _)| key.as_str()).collect();
-        sorted.sort_unstable();
-        for key in sorted {
-            crate::db::lock(tx, crate::db::Lock::Bucket(key)).await?;
-        }
-    }
+    // Each bucket is read and written back under its lock (PostgreSQL), so
+    // no concurrent take is lost.
+    let buckets = keys.iter().map(|(key, _)| crate::db::Lock::Bucket(key));
+    crate::db::lock_all(tx, buckets).await?;
     let mut levels = Vec::with_capacity(keys.len());
     for (key, bucket) in keys {
         let row = stored(tx, key).await?;

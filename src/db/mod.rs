@@ -31,7 +31,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, Stamp};
-pub use self::pg_write::{AfterCommit, Lock, lock, lock_sessions};
+pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::url::DatabaseUrl;
 pub use self::writer::{Memo, WriteTx};
 pub use types::Flag;

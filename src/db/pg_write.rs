@@ -174,32 +174,31 @@ impl Lock<'_> {
 
 /// Takes `what` until the end of the transaction on `conn` (taking it again
 /// in the same transaction is free of waits). A no-op on SQLite, whose one
-/// writer runs transactions one at a time. Two transactions that need
-/// several sessions take them in sorted order ([`lock_all`]).
+/// writer runs transactions one at a time. A transaction that needs
+/// several takes them together, with [`lock_all`].
 pub async fn lock(conn: &mut AnyConnection, what: Lock<'_>) -> sqlx::Result<()> {
+    lock_all(conn, [what]).await
+}
+
+/// Takes several locks in the order of their keys, the same in every
+/// transaction, so that two transactions never wait for each other in a
+/// circle over them.
+pub async fn lock_all<'a>(
+    conn: &mut AnyConnection,
+    locks: impl IntoIterator<Item = Lock<'a>>,
+) -> sqlx::Result<()> {
     if Dialect::of(conn) == Dialect::Sqlite {
         return Ok(());
     }
-    let (class, key) = what.keys();
-    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS locked")
-        .bind(class)
-        .bind(key)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-/// Takes the locks of several sessions, in sorted order so that two
-/// transactions never wait for each other in a circle.
-pub async fn lock_sessions<'a>(
-    conn: &mut AnyConnection,
-    sessions: impl IntoIterator<Item = &'a str>,
-) -> sqlx::Result<()> {
-    let mut sorted: Vec<&str> = sessions.into_iter().collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    for session in sorted {
-        lock(conn, Lock::Session(session)).await?;
+    let mut keys: Vec<(i32, i32)> = locks.into_iter().map(Lock::keys).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for (class, key) in keys {
+        sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS locked")
+            .bind(class)
+            .bind(key)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }

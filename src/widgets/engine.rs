@@ -439,7 +439,8 @@ pub async fn expire_due(state: &Core) -> AppResult<usize> {
             // under them: a widget answered meanwhile is no longer due.
             let locked: std::collections::BTreeSet<SessionId> =
                 due.iter().map(|w| w.session_id.clone()).collect();
-            crate::db::lock_sessions(&mut tx, locked.iter().map(SessionId::as_str)).await?;
+            let sessions = locked.iter().map(|s| crate::db::Lock::Session(s.as_str()));
+            crate::db::lock_all(&mut tx, sessions).await?;
             due = store::due(&mut tx, now, 100).await?;
             due.retain(|w| locked.contains(&w.session_id));
         }
