@@ -8,7 +8,7 @@
 //! layer's state, its routers or its extractors.
 
 use crate::crypto::Keyring;
-use crate::db::Db;
+use crate::db::{Backend, Db, Stamp};
 use crate::events::Hub;
 use crate::{auth, forwarded, prompts, sessions, slack, widgets};
 
@@ -23,7 +23,7 @@ pub struct Core {
     pub hub: Hub,
     /// Who tokens, users and sessions are, checked against the auth epoch.
     pub auth_cache: auth::AuthCache,
-    /// Widget rows read on SQLite, checked against the database's stamp.
+    /// Widget rows read, checked against the database's stamp.
     pub widget_rows: widgets::RowCache,
 }
 
@@ -41,6 +41,19 @@ impl Core {
             hub: Hub::default(),
             auth_cache: auth::AuthCache::default(),
             widget_rows: widgets::RowCache::default(),
+        }
+    }
+}
+
+impl Core {
+    /// The database's stamp for the current request (`db/changes.rs`),
+    /// taken before reading what is to be kept under it. On SQLite the
+    /// poll's; on PostgreSQL the one read with the auth epoch, by a read
+    /// that started after the request arrived. `None`: read the database.
+    pub async fn stamp(&self) -> Option<Stamp> {
+        match self.db.backend() {
+            Backend::Sqlite => self.db.stamp().await,
+            Backend::Postgres => self.auth_cache.epoch(&self.db).await.stamp(),
         }
     }
 }

@@ -19,6 +19,9 @@
 //!   after it commits.
 //! - On PostgreSQL, where other daemons make changes of their own, every
 //!   request waits for a read that started after it arrived, as above.
+//!   The same statement reads the database's stamp (`db/changes.rs`), so
+//!   that widget rows kept in memory (`widgets/cache.rs`) are checked at
+//!   no further round trip.
 //!
 //! Reads are shared: while one runs, every request that arrives waits for
 //! the next one, and the lookups a request makes after its first (the
@@ -34,7 +37,7 @@ use std::time::{Duration, Instant};
 use sqlx::AnyConnection;
 
 use super::{Principal, User};
-use crate::db::{Backend, Db};
+use crate::db::{Backend, Db, SNAPSHOT_COLUMNS, Stamp};
 use crate::ids::{SessionId, UserId};
 use crate::sessions::{Session, Sharing};
 
@@ -100,9 +103,19 @@ tokio::task_local! {
 }
 
 /// The epoch as read by a read that started after the request arrived;
-/// `None` when it could not be read (the cache is then bypassed).
+/// `None` when it could not be read (the cache is then bypassed). On
+/// PostgreSQL the same statement read the database's stamp.
 #[derive(Debug, Clone, Copy)]
-pub struct Epoch(Option<i64>);
+pub struct Epoch(Option<i64>, Option<Stamp>);
+
+impl Epoch {
+    /// On PostgreSQL, the database's stamp read with the epoch
+    /// (`db/changes.rs`): what widget rows kept in memory are checked
+    /// against. `None` on SQLite, whose stamp is [`Db::stamp`].
+    pub fn stamp(&self) -> Option<Stamp> {
+        self.1
+    }
+}
 
 #[derive(Default)]
 struct Reads {
@@ -112,6 +125,7 @@ struct Reads {
     finished: u64,
     finished_started_at: Option<Instant>,
     value: Option<i64>,
+    stamp: Option<Stamp>,
 }
 
 impl Reads {
@@ -124,7 +138,7 @@ impl Reads {
             self.finished_started_at
                 .is_some_and(|started| started + poll >= arrival.at)
         });
-        (after || recent).then_some(Epoch(self.value))
+        (after || recent).then_some(Epoch(self.value, self.stamp))
     }
 }
 
@@ -155,6 +169,29 @@ impl Entries {
                 self.epoch = Some(epoch);
                 true
             }
+        }
+    }
+}
+
+/// Reads the epoch and, on PostgreSQL, the stamp of the same statement's
+/// snapshot; `None` when the read failed.
+async fn read(db: &Db) -> Option<(i64, Option<Stamp>)> {
+    match db.backend() {
+        Backend::Sqlite => {
+            let epoch = sqlx::query_scalar("SELECT epoch FROM auth_epoch WHERE id = 1")
+                .fetch_one(&db.read)
+                .await
+                .ok()?;
+            Some((epoch, None))
+        }
+        Backend::Postgres => {
+            let sql = format!(
+                "SELECT epoch, {SNAPSHOT_COLUMNS} \
+                 FROM auth_epoch, pg_current_snapshot() AS snapshot WHERE id = 1"
+            );
+            let (epoch, xmax, running): (i64, i64, i64) =
+                sqlx::query_as(&sql).fetch_one(&db.read).await.ok()?;
+            Some((epoch, Some(Stamp::of_snapshot(xmax, running))))
         }
     }
 }
@@ -210,15 +247,14 @@ impl AuthCache {
             reads.started += 1;
             (reads.started, Instant::now())
         };
-        let value: Option<i64> = sqlx::query_scalar("SELECT epoch FROM auth_epoch WHERE id = 1")
-            .fetch_one(&db.read)
-            .await
-            .ok();
+        let (value, stamp) = read(db).await.unzip();
+        let stamp = stamp.flatten();
         let mut reads = self.reads.lock().expect("not poisoned");
         reads.finished = id;
         reads.finished_started_at = Some(started_at);
         reads.value = value;
-        Epoch(value)
+        reads.stamp = stamp;
+        Epoch(value, stamp)
     }
 
     fn with<T>(&self, epoch: Epoch, f: impl FnOnce(&mut Entries) -> T) -> Option<T> {

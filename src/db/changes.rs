@@ -18,8 +18,15 @@
 //!   request of the next [`POLL`]: a change committed elsewhere moves the
 //!   stamp of every request that asks [`POLL`] or more after the commit.
 //!
-//! On PostgreSQL there is no stamp: several daemons write, and every read
-//! goes to the database.
+//! On PostgreSQL, where several daemons write, the stamp is what the
+//! server's snapshot tells ([`Stamp::of_snapshot`]): the first transaction
+//! id not yet completed (`xmax`) and how many below it were still running.
+//! Any transaction that completes moves one of the two: one that began
+//! before the snapshot leaves its running list, one that began after moves
+//! `xmax`. It is read in the same statement as the auth epoch
+//! (`auth/cache.rs`), by a read that started after the request arrived, so
+//! a commit acknowledged by any daemon before a request arrived has moved
+//! that request's stamp. It needs PostgreSQL 13 (`pg_current_snapshot`).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -37,32 +44,83 @@ pub const POLL: Duration = Duration::from_millis(5);
 /// The state of the database as this process last knew it (see the
 /// module's text). Equal stamps: nothing a reader saw can have changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    /// Batches this daemon's writer had ended.
-    commits: u64,
-    /// Which poll connection (a replaced one counts its versions afresh)
-    /// and the `data_version` it read.
-    connection: u64,
-    version: i64,
+pub struct Stamp(Seen);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// SQLite.
+    File {
+        /// Batches this daemon's writer had ended.
+        commits: u64,
+        /// Which poll connection (a replaced one counts its versions
+        /// afresh) and the `data_version` it read.
+        connection: u64,
+        version: i64,
+    },
+    /// PostgreSQL: a snapshot's `xmax` and the length of its list of
+    /// running transactions.
+    Snapshot { xmax: i64, running: i64 },
 }
 
+/// The columns a PostgreSQL statement adds to its select list for
+/// [`Stamp::of_snapshot`], given `pg_current_snapshot() AS snapshot` in
+/// its `FROM`: the statement's own snapshot, the one its rows were read in.
+pub const SNAPSHOT_COLUMNS: &str = "pg_snapshot_xmax(snapshot)::text::bigint, \
+     (SELECT count(*) FROM pg_snapshot_xip(snapshot))";
+
 impl Stamp {
+    /// The stamp of a PostgreSQL snapshot, from [`SNAPSHOT_COLUMNS`].
+    ///
+    /// Equal stamps mean no transaction completed between the two
+    /// snapshots: transaction ids are handed out in order, so one that
+    /// started after the first snapshot has an id of at least its `xmax`,
+    /// and its end moves `xmax` past it; one below the first `xmax` that
+    /// ends was on the first's running list and is not on the second's,
+    /// and that list gains nothing while `xmax` stays (an id below it not
+    /// on the list had already ended).
+    pub fn of_snapshot(xmax: i64, running: i64) -> Self {
+        Self(Seen::Snapshot { xmax, running })
+    }
+
     /// Whether `self` was taken no earlier than `other`, as far as both
     /// tell; false when they disagree (taken by racing requests).
     pub fn not_before(&self, other: &Stamp) -> bool {
-        self.commits >= other.commits
-            && (self.connection > other.connection
-                || (self.connection == other.connection && self.version >= other.version))
+        match (self.0, other.0) {
+            (
+                Seen::File {
+                    commits,
+                    connection,
+                    version,
+                },
+                Seen::File {
+                    commits: other_commits,
+                    connection: other_connection,
+                    version: other_version,
+                },
+            ) => {
+                commits >= other_commits
+                    && (connection > other_connection
+                        || (connection == other_connection && version >= other_version))
+            }
+            (
+                Seen::Snapshot { xmax, running },
+                Seen::Snapshot {
+                    xmax: other_xmax,
+                    running: other_running,
+                },
+            ) => xmax > other_xmax || (xmax == other_xmax && running <= other_running),
+            _ => false,
+        }
     }
 
     /// A stamp made up by a unit test.
     #[cfg(test)]
     pub(crate) fn made_up(commits: u64, version: i64) -> Self {
-        Self {
+        Self(Seen::File {
             commits,
             connection: 1,
             version,
-        }
+        })
     }
 }
 
@@ -118,11 +176,11 @@ impl Changes {
         // Read after the poll: a commit the poll missed but the counter
         // shows still moves the stamp.
         let commits = self.commits.load(Ordering::SeqCst);
-        Some(Stamp {
+        Some(Stamp(Seen::File {
             commits,
             connection,
             version,
-        })
+        }))
     }
 
     /// The last poll if it started at most [`POLL`] ago.
@@ -185,7 +243,19 @@ async fn poll(options: &AnyConnectOptions, state: &mut PollConn) -> Option<(u64,
 
 #[cfg(test)]
 mod tests {
-    use super::{POLL, Stamp};
+    use super::{POLL, Seen, Stamp};
+
+    impl Stamp {
+        /// The writer's count and the `data_version` of a SQLite stamp.
+        fn file(&self) -> (u64, i64) {
+            match self.0 {
+                Seen::File {
+                    commits, version, ..
+                } => (commits, version),
+                Seen::Snapshot { .. } => panic!("a PostgreSQL stamp"),
+            }
+        }
+    }
     use crate::testing::TestDb;
 
     #[tokio::test]
@@ -205,7 +275,7 @@ mod tests {
             .unwrap();
         tx.commit().await.unwrap();
         let second = stamp().await;
-        assert_eq!(second.commits, first.commits + 1, "the writer's commit");
+        assert_eq!(second.file().0, first.file().0 + 1, "the writer's commit");
 
         // Another connection's commit, as the CLI's: seen by `data_version`
         // once the last poll is older than the bound.
@@ -218,8 +288,12 @@ mod tests {
             .unwrap();
         tokio::time::sleep(POLL + std::time::Duration::from_millis(1)).await;
         let third = stamp().await;
-        assert_eq!(third.commits, second.commits);
-        assert_ne!(third.version, second.version, "another connection's commit");
+        assert_eq!(third.file().0, second.file().0);
+        assert_ne!(
+            third.file().1,
+            second.file().1,
+            "another connection's commit"
+        );
     }
 
     #[test]
@@ -231,11 +305,17 @@ mod tests {
         assert!(!early.not_before(&Stamp::made_up(4, 7)));
         // Racing requests: neither is later.
         assert!(!Stamp::made_up(4, 6).not_before(&early));
-        let reopened = Stamp {
+        let reopened = Stamp(Seen::File {
+            commits: 3,
             connection: 2,
             version: 1,
-            ..early
-        };
+        });
         assert!(reopened.not_before(&early));
+        // PostgreSQL: a later xmax, or the same with fewer running.
+        let snapshot = Stamp::of_snapshot(100, 3);
+        assert!(Stamp::of_snapshot(101, 9).not_before(&snapshot));
+        assert!(Stamp::of_snapshot(100, 2).not_before(&snapshot));
+        assert!(!snapshot.not_before(&Stamp::of_snapshot(100, 2)));
+        assert!(!snapshot.not_before(&early));
     }
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
-pub use self::changes::{POLL, Stamp};
+pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::url::DatabaseUrl;
 pub use self::writer::{Memo, WriteTx};
@@ -173,7 +173,8 @@ impl Db {
     /// On SQLite, the state of the database as this process knows it: a
     /// copy of rows read under a stamp may be served while the stamp is
     /// the same (`changes.rs`). Take it before reading. `None` on
-    /// PostgreSQL, or when it cannot be told: read the database.
+    /// PostgreSQL, whose stamp comes with the auth epoch (`Core::stamp`),
+    /// or when it cannot be told: read the database.
     pub async fn stamp(&self) -> Option<Stamp> {
         self.changes.as_ref()?.stamp().await
     }

@@ -1,15 +1,17 @@
-//! Widget rows kept in memory on SQLite, so that reading a widget's state
+//! Widget rows kept in memory, so that reading a widget's state
 //! (`GET /api/v1/widgets/{id}`, the MCP `get_widget_status` tool) does not
 //! send a query to SQLite's worker thread for a row that cannot have
 //! changed.
 //!
-//! Every row kept was read under one [`Stamp`] (`db/changes.rs`), taken
-//! before its query; it is served only to a request whose own stamp, taken
-//! as it asks, is the same. A write of this daemon moves the stamp before
-//! it is acknowledged, so it is seen from the next request on; a write by
-//! another process on the same file (the CLI) moves it for every request
-//! that asks [`crate::db::POLL`] or more after that write commits. A moved
-//! stamp empties the cache; rows read under an older stamp are not kept.
+//! Every row kept was read under one [`Stamp`] (`db/changes.rs`,
+//! `Core::stamp`), taken before its query; it is served only to a request
+//! whose own stamp, taken as it asks, is the same. On SQLite a write of
+//! this daemon moves the stamp before it is acknowledged, so it is seen
+//! from the next request on; a write by another process on the same file
+//! (the CLI) moves it for every request that asks [`crate::db::POLL`] or
+//! more after that write commits. On PostgreSQL any commit, by any daemon,
+//! moves the stamp of every request that arrives after it. A moved stamp
+//! empties the cache; rows read under an older stamp are not kept.
 //!
 //! What is kept is the row as stored; everything derived from it (the
 //! view, its times) is derived per request as before. A widget that does

@@ -160,11 +160,11 @@ pub async fn get_widget_locked(conn: &mut AnyConnection, id: &WidgetId) -> AppRe
 }
 
 /// The widget `id`, or 404, as [`get_widget`] reads it from the read
-/// pool; on SQLite served from memory when no write can have changed the
-/// row since it was read (`cache.rs`). For callers that only show it.
+/// pool; served from memory when no write can have changed the row since
+/// it was read (`cache.rs`). For callers that only show it.
 pub async fn read_widget(core: &Core, id: &WidgetId) -> AppResult<WidgetRow> {
     // Taken before the query: a write after it moves the stamp.
-    let stamp = core.db.stamp().await;
+    let stamp = core.stamp().await;
     if let Some(stamp) = stamp
         && let Some(row) = core.widget_rows.get(stamp, id)
     {

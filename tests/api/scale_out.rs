@@ -228,6 +228,69 @@ async fn a_credential_taken_away_on_one_daemon_is_refused_by_the_other_at_once()
     assert_error(r, StatusCode::UNAUTHORIZED, "invalid_token", None).await;
 }
 
+/// Each daemon keeps the widget rows it read in memory, under the stamp of
+/// the snapshot it read them in (`src/db/changes.rs`). An answer given on
+/// one daemon shows in the other's very next read, while a third party
+/// keeps the other reading all along (so its reads share one epoch read).
+/// With a stamp that missed another daemon's commit, the read would say
+/// `pending`.
+#[tokio::test]
+async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
+    let (a, b) = two_daemons().await;
+    let Scene { session, agent, .. } = scene(&a, "alice").await;
+    let browser = b.login("alice").await;
+    let status = |id: String| {
+        let (a, agent) = (&a, &agent);
+        async move {
+            let r = a.get(&format!("/api/v1/widgets/{id}"), agent).await;
+            assert_eq!(r.status(), StatusCode::OK);
+            let body: Value = r.json().await.unwrap();
+            body["status"].as_str().unwrap().to_owned()
+        }
+    };
+    let busy = a.pending_widget(&agent, &session, &["BUSY_KEY"]).await;
+    let reader = tokio::spawn({
+        let (client, url, agent) = (
+            a.client.clone(),
+            format!("{}/api/v1/widgets/{busy}", a.url),
+            agent.clone(),
+        );
+        async move {
+            loop {
+                let r = client.get(&url).bearer_auth(&agent).send().await.unwrap();
+                assert_eq!(r.status(), StatusCode::OK);
+            }
+        }
+    });
+    for n in 0..10 {
+        let name = format!("READ_KEY_{n}");
+        let id = a.pending_widget(&agent, &session, &[&name]).await;
+        for _ in 0..2 {
+            assert_eq!(status(id.clone()).await, "pending");
+        }
+        let field = format!("value.{name}");
+        let (path, fields, expected) = if n % 2 == 0 {
+            (
+                "submit",
+                vec![(field.as_str(), "v"), ("scope", "session")],
+                "submitted",
+            )
+        } else {
+            ("dismiss", vec![], "dismissed")
+        };
+        let r = b
+            .post_form(&browser, &format!("/widgets/{id}/{path}"), &fields)
+            .await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+        assert_eq!(
+            status(id.clone()).await,
+            expected,
+            "daemon A's read after the {path} on B (widget {n})"
+        );
+    }
+    reader.abort();
+}
+
 #[tokio::test]
 async fn login_limits_hold_across_daemons() {
     let (a, b) = two_daemons().await;
