@@ -1,7 +1,9 @@
 //! What agents see, each figure beside its reference measured in the same
 //! run: MCP against REST at the same pacing (200 agents calling about once
 //! a second each, open loop) and back to back (200 workers, closed loop),
-//! and authenticated reads against `/healthz` (64 workers each).
+//! and authenticated reads against `/healthz` (64 workers each). The
+//! closed loops also count CPU per call, the daemon's and the bench's own
+//! (its clients'), since both share the machine's cores.
 //!
 //! Every agent alternates the same two calls over both interfaces: create
 //! an env_vars widget (`request_env_vars` / `POST …/widgets/env-vars`) and
@@ -48,7 +50,12 @@ enum Via {
 
 /// Runs every phase and adds its figures to `out`: each as measured, and
 /// its ratio to the reference of the same run.
-pub async fn run(scene: &Scene, secs: f64, out: &mut Map<String, Value>) -> anyhow::Result<()> {
+pub async fn run(
+    scene: &Scene,
+    daemon: u32,
+    secs: f64,
+    out: &mut Map<String, Value>,
+) -> anyhow::Result<()> {
     // The open loop needs more than a few calls per agent for a p99.
     let open_secs = (secs * 3.0).max(6.0);
     let mut figures = Vec::new();
@@ -67,7 +74,19 @@ pub async fn run(scene: &Scene, secs: f64, out: &mut Map<String, Value>) -> anyh
         eprintln!("bench: {name}, {AGENTS} agents back to back ({secs}s)");
         let agents = agents(scene, via).await?;
         let started = Instant::now();
+        let cpu = |pid| crate::creation::cpu_secs(pid);
+        let (daemon_before, bench_before) = (cpu(daemon), cpu(std::process::id()));
         let (samples, failed) = closed_loop(scene, agents, secs).await;
+        let calls = samples.0.len().max(1) as f64;
+        let per_call = |before, pid| round((cpu(pid) - before) * 1e6 / calls);
+        figures.push((
+            format!("{name}_closed_daemon_cpu_us_per_call"),
+            per_call(daemon_before, daemon),
+        ));
+        figures.push((
+            format!("{name}_closed_bench_cpu_us_per_call"),
+            per_call(bench_before, std::process::id()),
+        ));
         let rate = samples.0.len() as f64 / started.elapsed().as_secs_f64();
         figures.push((format!("{name}_closed_c200_per_s"), round(rate)));
         figures.push((
@@ -116,6 +135,14 @@ pub async fn run(scene: &Scene, secs: f64, out: &mut Map<String, Value>) -> anyh
         (
             "mcp_closed_c200_vs_rest",
             get("mcp_closed_c200_per_s") / get("rest_closed_c200_per_s"),
+        ),
+        (
+            "mcp_closed_daemon_cpu_vs_rest",
+            get("mcp_closed_daemon_cpu_us_per_call") / get("rest_closed_daemon_cpu_us_per_call"),
+        ),
+        (
+            "mcp_closed_bench_cpu_vs_rest",
+            get("mcp_closed_bench_cpu_us_per_call") / get("rest_closed_bench_cpu_us_per_call"),
         ),
         ("reads_vs_healthz", reads / healthz),
     ];

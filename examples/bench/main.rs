@@ -137,7 +137,7 @@ async fn bench(
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
 
-    agents::run(&scene, secs, &mut out).await?;
+    agents::run(&scene, pid, secs, &mut out).await?;
 
     eprintln!("bench: holding {streams} event streams");
     let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;

@@ -90,9 +90,10 @@ fn awaiting(seen: Option<i64>) -> bool {
 }
 
 /// When the current request arrived, and how many epoch reads had started
-/// by then.
-#[derive(Clone, Copy)]
-struct Arrival {
+/// by then: what a task the request hands its work to carries along
+/// ([`AuthCache::arrived`], [`AuthCache::as_arrived`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
     reads_started: u64,
     at: Instant,
 }
@@ -219,6 +220,19 @@ impl AuthCache {
         ARRIVAL.scope(self.now(), request).await
     }
 
+    /// The arrival of the current request (a request arriving now, outside
+    /// one), for work the request hands to a task of its own.
+    pub fn arrived(&self) -> Arrival {
+        ARRIVAL.try_with(|a| *a).unwrap_or_else(|_| self.now())
+    }
+
+    /// Runs `work`, done in a task of its own for a request that arrived as
+    /// `arrival`, as part of that request: its epoch reads are shared with
+    /// the request's instead of starting afresh.
+    pub async fn as_arrived<F: Future>(&self, arrival: Arrival, work: F) -> F::Output {
+        ARRIVAL.scope(arrival, work).await
+    }
+
     fn now(&self) -> Arrival {
         Arrival {
             reads_started: self.reads.lock().expect("not poisoned").started,
@@ -229,7 +243,7 @@ impl AuthCache {
     /// The current epoch, read by a query fresh enough for the request (see
     /// the module's text; outside a request, for a request arriving now).
     pub async fn epoch(&self, db: &Db) -> Epoch {
-        let arrival = ARRIVAL.try_with(|a| *a).unwrap_or_else(|_| self.now());
+        let arrival = self.arrived();
         let poll = |reads: &Reads| match db.backend() {
             Backend::Sqlite if !awaiting(reads.value) => Some(POLL),
             _ => None,

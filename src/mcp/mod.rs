@@ -69,6 +69,9 @@ struct AgentSession {
     /// The request came over an MCP session, so the tools may send the
     /// client requests of their own (`elicitation/create`).
     in_session: bool,
+    /// When the request arrived: rmcp runs a tool in a task of its own,
+    /// and the tool's auth checks count from here (`auth::cache`).
+    arrival: crate::auth::cache::Arrival,
 }
 
 /// What `/mcp` is made of: rmcp's service twice (stateless, and with MCP
@@ -168,6 +171,7 @@ async fn serve(
         client,
         inflight: mcp.inflight.clone(),
         in_session,
+        arrival: state.auth_cache.arrived(),
     });
     let route = Route {
         in_session,

@@ -48,12 +48,11 @@ fn router() -> &'static ToolRouter<AgentTools> {
     &ROUTER
 }
 
-#[tool_handler(router = router())]
-impl ServerHandler for AgentTools {
+impl AgentTools {
     /// A call of a tool that does not exist is the protocol error the MCP
     /// specification (2025-11-25, "Tools", "Error Handling") shows:
     /// `-32602` naming the unknown tool.
-    async fn call_tool(
+    async fn call(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -73,6 +72,27 @@ impl ServerHandler for AgentTools {
         }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         router.call(call).await
+    }
+}
+
+#[tool_handler(router = router())]
+impl ServerHandler for AgentTools {
+    /// rmcp runs the call in a task of its own, outside the `/mcp`
+    /// request's arrival (`ops.rs`); it runs under it again, so the tool's
+    /// auth checks share the request's epoch read (on PostgreSQL, one round
+    /// trip fewer for each) instead of starting reads of their own.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        match caller(&context).map(|caller| caller.arrival) {
+            Ok(arrival) => {
+                let cache = &self.state.auth_cache;
+                cache.as_arrived(arrival, self.call(request, context)).await
+            }
+            Err(_) => self.call(request, context).await,
+        }
     }
 
     fn get_info(&self) -> rmcp::model::ServerConfig {

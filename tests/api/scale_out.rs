@@ -230,10 +230,11 @@ async fn a_credential_taken_away_on_one_daemon_is_refused_by_the_other_at_once()
 
 /// Each daemon keeps the widget rows it read in memory, under the stamp of
 /// the snapshot it read them in (`src/db/changes.rs`). An answer given on
-/// one daemon shows in the other's very next read, while a third party
-/// keeps the other reading all along (so its reads share one epoch read).
-/// With a stamp that missed another daemon's commit, the read would say
-/// `pending`.
+/// one daemon shows in the other's very next read, over REST and over MCP
+/// (whose tools run under the request's arrival, `src/mcp/tools.rs`),
+/// while a third party keeps the other reading all along (so its reads
+/// share one epoch read). With a stamp that missed another daemon's
+/// commit, the read would say `pending`.
 #[tokio::test]
 async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
     let (a, b) = two_daemons().await;
@@ -246,6 +247,18 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
             assert_eq!(r.status(), StatusCode::OK);
             let body: Value = r.json().await.unwrap();
             body["status"].as_str().unwrap().to_owned()
+        }
+    };
+    let mcp = crate::mcp::connect(&a, Some(&agent)).await.unwrap();
+    let mcp_status = |id: String| {
+        let mcp = &mcp;
+        async move {
+            let args = json!({ "widget_id": id });
+            let result = crate::mcp::call(mcp, "get_widget_status", args).await;
+            crate::mcp::structured(result)["status"]
+                .as_str()
+                .unwrap()
+                .to_owned()
         }
     };
     let busy = a.pending_widget(&agent, &session, &["BUSY_KEY"]).await;
@@ -267,6 +280,7 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
         let id = a.pending_widget(&agent, &session, &[&name]).await;
         for _ in 0..2 {
             assert_eq!(status(id.clone()).await, "pending");
+            assert_eq!(mcp_status(id.clone()).await, "pending");
         }
         let field = format!("value.{name}");
         let (path, fields, expected) = if n % 2 == 0 {
@@ -282,11 +296,19 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
             .post_form(&browser, &format!("/widgets/{id}/{path}"), &fields)
             .await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
-        assert_eq!(
-            status(id.clone()).await,
-            expected,
-            "daemon A's read after the {path} on B (widget {n})"
-        );
+        // Over MCP first for half the widgets, over REST first for the
+        // other half, each half with submits and dismissals: the first
+        // read after the answer is the one a kept row would fool.
+        let (first, second) = match n % 4 < 2 {
+            true => (mcp_status(id.clone()).await, status(id.clone()).await),
+            false => (status(id.clone()).await, mcp_status(id.clone()).await),
+        };
+        for (via, seen) in [("the first", first), ("the second", second)] {
+            assert_eq!(
+                seen, expected,
+                "{via} read on daemon A after the {path} on B (widget {n})"
+            );
+        }
     }
     reader.abort();
 }
