@@ -88,7 +88,7 @@ async fn take_at(
     // Each bucket is read and written back under its lock (PostgreSQL), so
     // no concurrent take is lost.
     let buckets = keys.iter().map(|(key, _)| crate::db::Lock::Bucket(key));
-    crate::db::lock_all(tx, buckets).await?;
+    tx.lock_all(buckets).await?;
     let mut levels = Vec::with_capacity(keys.len());
     for (key, bucket) in keys {
         let row = stored(tx, key).await?;

@@ -134,7 +134,7 @@ async fn insert_text(
 ) -> AppResult<i64> {
     // Checked and written under the session's lock (PostgreSQL), so no
     // concurrent line slips in between.
-    crate::db::lock(&mut *tx, crate::db::Lock::Session(session.as_str())).await?;
+    tx.lock(crate::db::Lock::Session(session.as_str())).await?;
     // An archived session is closed: nothing more is added to it.
     crate::widgets::live(crate::sessions::get_session(&mut *tx, session).await?)?;
     check_room(&mut *tx, session, text.len()).await?;

@@ -41,9 +41,26 @@ pub(super) struct PgWrite {
     pub(super) after: Option<AfterCommit>,
     /// Sessions whose change the other daemons hear of after the commit.
     pub(super) notify: Vec<String>,
+    /// The keys of the locks taken through [`PgWrite::lock_all`]: held to
+    /// the end of the transaction, so not asked for again.
+    pub(super) held: Vec<(i32, i32)>,
 }
 
 impl PgWrite {
+    /// Takes those of `locks` this transaction does not hold yet, as
+    /// [`lock_all`] does: one round trip fewer for each lock taken again
+    /// (a session's, by the widget and then by its event).
+    pub(super) async fn lock_all<'a>(
+        &mut self,
+        locks: impl IntoIterator<Item = Lock<'a>>,
+    ) -> sqlx::Result<()> {
+        let mut keys = sorted(locks);
+        keys.retain(|key| !self.held.contains(key));
+        take(&mut self.tx, &keys).await?;
+        self.held.extend(keys);
+        Ok(())
+    }
+
     /// Commits, then runs the after-commit hook, if any, through
     /// `follow_up`.
     pub(super) async fn commit(self, pool: &AnyPool, follow_up: &FollowUp) -> sqlx::Result<()> {
@@ -143,6 +160,7 @@ pub(super) async fn begin(pool: &AnyPool, exclusive: bool) -> sqlx::Result<PgWri
         tx,
         after: None,
         notify: Vec::new(),
+        held: Vec::new(),
     })
 }
 
@@ -175,7 +193,8 @@ impl Lock<'_> {
 /// Takes `what` until the end of the transaction on `conn` (taking it again
 /// in the same transaction is free of waits). A no-op on SQLite, whose one
 /// writer runs transactions one at a time. A transaction that needs
-/// several takes them together, with [`lock_all`].
+/// several takes them together, with [`lock_all`]. In a [`super::WriteTx`],
+/// prefer its own `lock`, which does not ask again for a lock it holds.
 pub async fn lock(conn: &mut AnyConnection, what: Lock<'_>) -> sqlx::Result<()> {
     lock_all(conn, [what]).await
 }
@@ -190,10 +209,21 @@ pub async fn lock_all<'a>(
     if Dialect::of(conn) == Dialect::Sqlite {
         return Ok(());
     }
+    take(conn, &sorted(locks)).await
+}
+
+/// The keys of `locks`, sorted, each once.
+fn sorted<'a>(locks: impl IntoIterator<Item = Lock<'a>>) -> Vec<(i32, i32)> {
     let mut keys: Vec<(i32, i32)> = locks.into_iter().map(Lock::keys).collect();
     keys.sort_unstable();
     keys.dedup();
-    for (class, key) in keys {
+    keys
+}
+
+/// Takes the locks of `keys`, in their order, until the end of the
+/// transaction on `conn`.
+async fn take(conn: &mut AnyConnection, keys: &[(i32, i32)]) -> sqlx::Result<()> {
+    for &(class, key) in keys {
         sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS locked")
             .bind(class)
             .bind(key)

@@ -158,6 +158,24 @@ impl std::fmt::Debug for WriteTx {
 }
 
 impl WriteTx {
+    /// Takes `what` until the end of this transaction ([`super::lock`]),
+    /// unless it already holds it. A no-op on SQLite.
+    pub async fn lock(&mut self, what: super::Lock<'_>) -> sqlx::Result<()> {
+        self.lock_all([what]).await
+    }
+
+    /// Takes `locks` in the order of their keys ([`super::lock_all`]),
+    /// leaving out those this transaction holds. A no-op on SQLite.
+    pub async fn lock_all<'a>(
+        &mut self,
+        locks: impl IntoIterator<Item = super::Lock<'a>>,
+    ) -> sqlx::Result<()> {
+        match &mut self.0 {
+            Inner::Member(_) => Ok(()),
+            Inner::Postgres(write, _) => write.lock_all(locks).await,
+        }
+    }
+
     /// Keeps this transaction's work and returns once it is committed to
     /// disk (on SQLite: once the batch holding it is); an error if this work
     /// or its batch failed.

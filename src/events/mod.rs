@@ -39,7 +39,7 @@ pub async fn record(
 ) -> sqlx::Result<i64> {
     // Ids grow in commit order within the session (PostgreSQL: the
     // session's lock is held to the commit), so a replay never skips one.
-    crate::db::lock(tx, crate::db::Lock::Session(session.as_str())).await?;
+    tx.lock(crate::db::Lock::Session(session.as_str())).await?;
     let id = sqlx::query_scalar(
         "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
     )

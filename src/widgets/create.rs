@@ -58,7 +58,8 @@ pub async fn create_living<R: Request>(
     // The session's lock first: the pending cap counts, and the widget's
     // line and event take their places, with no other writer of the session
     // in between (PostgreSQL; SQLite's writer is alone anyway).
-    crate::db::lock(&mut tx, crate::db::Lock::Session(session_id.as_str())).await?;
+    tx.lock(crate::db::Lock::Session(session_id.as_str()))
+        .await?;
     let session = live(sessions::get_session(&mut tx, session_id).await?)?;
     let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
     let stored = serde_json::to_string(&params).expect("params serialize");

@@ -5,7 +5,6 @@
 //! [`Loaded`].
 
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::kind::{
@@ -161,7 +160,7 @@ fn unreadable(widget: &WidgetRow, err: serde_json::Error) -> AppError {
 /// A pending widget of a session `user` may answer, with its session,
 /// inside the caller's transaction.
 async fn answerable(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     id: &WidgetId,
     user: &UserId,
 ) -> AppResult<(WidgetRow, Session)> {
@@ -187,7 +186,7 @@ async fn answerable(
 /// caller's transaction: what its MCP client may answer. Another session's
 /// widget is not found.
 async fn answerable_by_agent_client(
-    tx: &mut AnyConnection,
+    tx: &mut WriteTx,
     id: &WidgetId,
     agent: &SessionId,
 ) -> AppResult<(WidgetRow, Session)> {
@@ -440,7 +439,7 @@ pub async fn expire_due(state: &Core) -> AppResult<usize> {
             let locked: std::collections::BTreeSet<SessionId> =
                 due.iter().map(|w| w.session_id.clone()).collect();
             let sessions = locked.iter().map(|s| crate::db::Lock::Session(s.as_str()));
-            crate::db::lock_all(&mut tx, sessions).await?;
+            tx.lock_all(sessions).await?;
             due = store::due(&mut tx, now, 100).await?;
             due.retain(|w| locked.contains(&w.session_id));
         }
@@ -468,7 +467,8 @@ pub async fn archive_session(
     cause: Cause<'_>,
 ) -> AppResult<usize> {
     let mut tx = state.db.begin_write().await?;
-    crate::db::lock(&mut tx, crate::db::Lock::Session(session_id.as_str())).await?;
+    tx.lock(crate::db::Lock::Session(session_id.as_str()))
+        .await?;
     sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {

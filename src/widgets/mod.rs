@@ -150,13 +150,14 @@ pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<Wi
 /// transaction reads here no other writer of the session changes before it
 /// commits. The first read finds the session; the second, under the lock,
 /// is the one to trust.
-pub async fn get_widget_locked(conn: &mut AnyConnection, id: &WidgetId) -> AppResult<WidgetRow> {
-    let first = get_widget(conn, id).await?;
-    if crate::db::Dialect::of(conn) == crate::db::Dialect::Sqlite {
+pub async fn get_widget_locked(tx: &mut crate::db::WriteTx, id: &WidgetId) -> AppResult<WidgetRow> {
+    let first = get_widget(tx, id).await?;
+    if crate::db::Dialect::of(tx) == crate::db::Dialect::Sqlite {
         return Ok(first);
     }
-    crate::db::lock(conn, crate::db::Lock::Session(first.session_id.as_str())).await?;
-    get_widget(conn, id).await
+    tx.lock(crate::db::Lock::Session(first.session_id.as_str()))
+        .await?;
+    get_widget(tx, id).await
 }
 
 /// The widget `id`, or 404, as [`get_widget`] reads it from the read
