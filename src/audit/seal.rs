@@ -57,24 +57,30 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
     // Taken and deleted in one statement: exactly the rows returned leave
     // the staging table. (A row with a lower id may commit after a higher
     // one was read; a separate "delete up to the last id read" would drop
-    // it unsealed.)
+    // it unsealed.) The chain's head comes with each row, read in the same
+    // statement under the sealer's lock: one round trip for both.
     let mut staged: Vec<Staged> = sqlx::query_as(
-        "DELETE FROM audit_pending WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT $1)
-         RETURNING id, at, actor, action, session_id, widget_id, names, scope, client_addr, detail",
+        "WITH taken AS (
+             DELETE FROM audit_pending
+             WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT $1)
+             RETURNING id, at, actor, action, session_id, widget_id, names, scope, client_addr,
+                       detail)
+         SELECT taken.*, head.id AS head_id, head.hash AS head_hash
+         FROM taken LEFT JOIN (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) AS head
+              ON true",
     )
     .bind(BATCH)
     .fetch_all(&mut *tx)
     .await?;
-    if staged.is_empty() {
+    let Some(first) = staged.first() else {
         tx.rollback().await?;
         return Ok(0);
-    }
+    };
+    let (mut id, mut prev) = match (first.head_id, &first.head_hash) {
+        (Some(id), Some(hash)) => (id, hash.clone()),
+        _ => (0, vec![0u8; 32]),
+    };
     staged.sort_unstable_by_key(|row| row.id);
-    let (mut id, mut prev): (i64, Vec<u8>) =
-        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut *tx)
-            .await?
-            .unwrap_or((0, vec![0u8; 32]));
     let count = staged.len() as u64;
     for row in staged {
         id += 1;
@@ -113,4 +119,7 @@ struct Staged {
     scope: Option<String>,
     client_addr: Option<String>,
     detail: Option<String>,
+    /// The chain's head as the statement saw it (none while it is empty).
+    head_id: Option<i64>,
+    head_hash: Option<Vec<u8>>,
 }
