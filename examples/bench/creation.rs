@@ -97,6 +97,7 @@ pub async fn phase(
         before.push(commits(scene, url).await);
     }
     let cpu_before: f64 = pids.iter().map(|&p| cpu_secs(p)).sum();
+    let (machine_before, bench_before) = (machine_busy_secs(), cpu_secs(std::process::id()));
     let until = Instant::now() + Duration::from_secs_f64(secs);
     let started = Instant::now();
     let workers = (0..concurrency).map(|w| {
@@ -128,6 +129,8 @@ pub async fn phase(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = pids.iter().map(|&p| cpu_secs(p)).sum::<f64>() - cpu_before;
+    let machine = machine_busy_secs() - machine_before;
+    let bench = cpu_secs(std::process::id()) - bench_before;
     let (mut commits_made, mut transactions) = (0.0, 0.0);
     for (url, (c0, t0)) in urls.iter().zip(before) {
         let (c1, t1) = commits(scene, url).await;
@@ -142,7 +145,33 @@ pub async fn phase(
         // Sessions made on the spot are write transactions too.
         "transactions_per_commit": round(transactions / commits_made),
         "cpu_ms_per_creation": round(cpu * 1000.0 / n),
+        "bench_cpu_ms_per_creation": round(bench * 1000.0 / n),
+        "machine_cpu_ms_per_creation": round(machine * 1000.0 / n),
     }))
+}
+
+/// CPU time the whole machine has spent busy so far (every core), in
+/// seconds, from `/proc/stat`: what the daemon, the bench and PostgreSQL
+/// share.
+fn machine_busy_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(cpu) = stat.lines().next() else {
+        return f64::NAN;
+    };
+    // user nice system idle iowait irq softirq steal: all but idle and
+    // iowait are busy.
+    let ticks: Vec<f64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    if ticks.len() < 8 {
+        return f64::NAN;
+    }
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / hz
 }
 
 /// Daemon CPU per `GET /healthz` at concurrency 64: the same-run reference
@@ -233,6 +262,18 @@ pub fn print(key: &str, value: &Value, reference: f64, reference_name: &str) {
         println!(
             "{:<34} {:>12}{against}",
             "  daemon CPU ms per creation", cpu
+        );
+        let machine = r["machine_cpu_ms_per_creation"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let bench = r["bench_cpu_ms_per_creation"].as_f64().unwrap_or(f64::NAN);
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        println!(
+            "{:<34} {:>12} (bench {bench}, the rest {:.3}; {cores} cores allow {:.0}/s)",
+            "  machine CPU ms per creation",
+            machine,
+            machine - cpu - bench,
+            cores * 1000.0 / machine
         );
     }
     if let Some(h) = healthz {
