@@ -87,6 +87,7 @@ pub async fn phase(
     pids: &[u32],
     concurrency: usize,
     secs: f64,
+    postgres: bool,
 ) -> anyhow::Result<Value> {
     // Enough sessions for 5,000 creations a second.
     let sessions =
@@ -97,7 +98,11 @@ pub async fn phase(
         before.push(commits(scene, url).await);
     }
     let cpu_before: f64 = pids.iter().map(|&p| cpu_secs(p)).sum();
-    let (machine_before, bench_before) = (machine_busy_secs(), cpu_secs(std::process::id()));
+    let server = || match postgres {
+        true => server_cpu_secs(),
+        false => 0.0,
+    };
+    let (server_before, bench_before) = (server(), cpu_secs(std::process::id()));
     let until = Instant::now() + Duration::from_secs_f64(secs);
     let started = Instant::now();
     let workers = (0..concurrency).map(|w| {
@@ -129,7 +134,7 @@ pub async fn phase(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = pids.iter().map(|&p| cpu_secs(p)).sum::<f64>() - cpu_before;
-    let machine = machine_busy_secs() - machine_before;
+    let server = server() - server_before;
     let bench = cpu_secs(std::process::id()) - bench_before;
     let (mut commits_made, mut transactions) = (0.0, 0.0);
     for (url, (c0, t0)) in urls.iter().zip(before) {
@@ -146,32 +151,26 @@ pub async fn phase(
         "transactions_per_commit": round(transactions / commits_made),
         "cpu_ms_per_creation": round(cpu * 1000.0 / n),
         "bench_cpu_ms_per_creation": round(bench * 1000.0 / n),
-        "machine_cpu_ms_per_creation": round(machine * 1000.0 / n),
+        "server_cpu_ms_per_creation": round(server * 1000.0 / n),
     }))
 }
 
-/// CPU time the whole machine has spent busy so far (every core), in
-/// seconds, from `/proc/stat`: what the daemon, the bench and PostgreSQL
-/// share.
-fn machine_busy_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(cpu) = stat.lines().next() else {
+/// CPU time (user + system) of every PostgreSQL server process on the
+/// machine so far (the postmaster, its backends and helpers), in seconds:
+/// what the database costs beside the daemon on the same cores.
+fn server_cpu_secs() -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
         return f64::NAN;
     };
-    // user nice system idle iowait irq softirq steal: all but idle and
-    // iowait are busy.
-    let ticks: Vec<f64> = cpu
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    if ticks.len() < 8 {
-        return f64::NAN;
-    }
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / hz
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "postgres")
+        })
+        .map(cpu_secs)
+        .filter(|secs| secs.is_finite())
+        .sum()
 }
 
 /// Daemon CPU per `GET /healthz` at concurrency 64: the same-run reference
@@ -204,14 +203,14 @@ pub async fn healthz_cpu_ms(scene: &Scene, pid: u32, secs: f64) -> f64 {
 }
 
 /// Creation at concurrency 1, 8 and 64 on one daemon.
-pub async fn run(scene: &Scene, pid: u32, secs: f64) -> anyhow::Result<Value> {
+pub async fn run(scene: &Scene, pid: u32, secs: f64, postgres: bool) -> anyhow::Result<Value> {
     let mut out = Map::new();
     for c in [1, 8, 64] {
         eprintln!("bench: creation alone at concurrency {c} ({secs}s)");
         let urls = [scene.url.clone()];
         out.insert(
             format!("c{c:02}"),
-            phase(scene, &urls, &[pid], c, secs).await?,
+            phase(scene, &urls, &[pid], c, secs, postgres).await?,
         );
     }
     eprintln!("bench: /healthz CPU (1s)");
@@ -263,17 +262,19 @@ pub fn print(key: &str, value: &Value, reference: f64, reference_name: &str) {
             "{:<34} {:>12}{against}",
             "  daemon CPU ms per creation", cpu
         );
-        let machine = r["machine_cpu_ms_per_creation"]
-            .as_f64()
-            .unwrap_or(f64::NAN);
+        let server = r["server_cpu_ms_per_creation"].as_f64().unwrap_or(f64::NAN);
         let bench = r["bench_cpu_ms_per_creation"].as_f64().unwrap_or(f64::NAN);
+        let sum = cpu + server + bench;
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        let parts = match server > 0.0 {
+            true => format!("daemon + PostgreSQL {server} + bench {bench}"),
+            false => format!("daemon + bench {bench}"),
+        };
         println!(
-            "{:<34} {:>12} (bench {bench}, the rest {:.3}; {cores} cores allow {:.0}/s)",
-            "  machine CPU ms per creation",
-            machine,
-            machine - cpu - bench,
-            cores * 1000.0 / machine
+            "{:<34} {:>12} ({parts}; {cores} cores allow {:.0}/s)",
+            "  CPU ms per creation, in all",
+            round(sum),
+            cores * 1000.0 / sum
         );
     }
     if let Some(h) = healthz {

@@ -124,7 +124,10 @@ async fn bench(
     }
     out.insert("round_trips".into(), trips.into());
     let pid = daemon.child.id();
-    out.insert("creation".into(), creation::run(&scene, pid, secs).await?);
+    out.insert(
+        "creation".into(),
+        creation::run(&scene, pid, secs, url.is_some()).await?,
+    );
     if url.is_some() {
         eprintln!("bench: creation on two daemons at concurrency 64 ({secs}s)");
         let second = Daemon::start(bin, &data, url).await?;
@@ -132,7 +135,7 @@ async fn bench(
             [daemon.url.clone(), second.url.clone()],
             [pid, second.child.id()],
         );
-        let both = creation::phase(&scene, &urls, &pids, 64, secs).await?;
+        let both = creation::phase(&scene, &urls, &pids, 64, secs, true).await?;
         second.stop()?;
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
