@@ -20,6 +20,7 @@ mod sqlite;
 pub mod stats;
 mod types;
 mod url;
+mod write_tx;
 mod writer;
 
 use std::path::Path;
@@ -33,7 +34,8 @@ use sqlx::{AnyConnection, AnyPool};
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::url::DatabaseUrl;
-pub use self::writer::{Memo, WriteTx};
+pub use self::write_tx::WriteTx;
+pub use self::writer::Memo;
 pub use types::Flag;
 pub(crate) use types::text_enum;
 
@@ -159,7 +161,7 @@ impl Db {
     /// deployment's write lock. [`WriteTx::commit`] returns once the work is
     /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
-        writer::begin(self.writer.clone(), false).await
+        write_tx::begin(self.writer.clone(), false).await
     }
 
     /// A write transaction that no other write transaction of the
@@ -167,7 +169,7 @@ impl Db {
     /// SQLite's writer is always alone): for changing every secret's key,
     /// creating the first data key or the first admin.
     pub async fn begin_write_exclusive(&self) -> sqlx::Result<WriteTx> {
-        writer::begin(self.writer.clone(), true).await
+        write_tx::begin(self.writer.clone(), true).await
     }
 
     /// On SQLite, the state of the database as this process knows it: a

@@ -24,7 +24,6 @@
 //! (`pg_write.rs`), and PostgreSQL groups the commits of concurrent
 //! transactions itself.
 
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -33,7 +32,6 @@ use sqlx::{Any, AnyConnection, AnyPool, Executor, Row};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 pub use super::memo::Memo;
-use super::pg_write::{AfterCommit, PgWrite};
 
 /// A batch this large commits at once, however many are waiting.
 const MAX_MEMBERS: usize = 64;
@@ -46,10 +44,10 @@ type Outcome = Option<Result<(), Failure>>;
 
 /// The single writer: the write pool's one connection while a batch is open.
 pub(crate) struct Writer {
-    backend: super::Backend,
-    pool: AnyPool,
+    pub(super) backend: super::Backend,
+    pub(super) pool: AnyPool,
     /// PostgreSQL: the after-commit hooks' gate.
-    follow_up: super::pg_write::FollowUp,
+    pub(super) follow_up: super::pg_write::FollowUp,
     state: Arc<Mutex<State>>,
     /// Tasks waiting for the lock; zero means nobody would join the batch.
     queued: AtomicUsize,
@@ -132,100 +130,15 @@ impl Drop for Dequeue<'_> {
     }
 }
 
-/// One request's write transaction. On SQLite a savepoint in the writer's
-/// batch: dropped without [`WriteTx::commit`], it rolls back its own
-/// savepoint and nothing else. On PostgreSQL a transaction holding the
-/// write lock. Derefs to the connection, so `&mut *tx` is an executor and
-/// `&mut tx` a `&mut AnyConnection`.
-pub struct WriteTx(Inner);
-
-enum Inner {
-    Member(Member),
-    Postgres(Box<PgWrite>, Arc<Writer>),
-}
-
 /// A member of a SQLite batch.
-struct Member {
+pub(super) struct Member {
     writer: Arc<Writer>,
     guard: Option<OwnedMutexGuard<State>>,
     done: watch::Receiver<Outcome>,
 }
 
-impl std::fmt::Debug for WriteTx {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteTx").finish_non_exhaustive()
-    }
-}
-
-impl WriteTx {
-    /// Takes `what` until the end of this transaction ([`super::lock`]),
-    /// unless it already holds it. A no-op on SQLite.
-    pub async fn lock(&mut self, what: super::Lock<'_>) -> sqlx::Result<()> {
-        self.lock_all([what]).await
-    }
-
-    /// Takes `locks` in the order of their keys ([`super::lock_all`]),
-    /// leaving out those this transaction holds. A no-op on SQLite.
-    pub async fn lock_all<'a>(
-        &mut self,
-        locks: impl IntoIterator<Item = super::Lock<'a>>,
-    ) -> sqlx::Result<()> {
-        match &mut self.0 {
-            Inner::Member(_) => Ok(()),
-            Inner::Postgres(write, _) => write.lock_all(locks).await,
-        }
-    }
-
-    /// Keeps this transaction's work and returns once it is committed to
-    /// disk (on SQLite: once the batch holding it is); an error if this work
-    /// or its batch failed.
-    pub async fn commit(self) -> sqlx::Result<()> {
-        match self.0 {
-            Inner::Member(member) => member.commit().await,
-            Inner::Postgres(write, writer) => write.commit(&writer.pool, &writer.follow_up).await,
-        }
-    }
-
-    /// Tells the other daemons of the deployment that `session` changed,
-    /// once this transaction has committed (PostgreSQL; SQLite has one
-    /// daemon), before [`WriteTx::commit`] returns.
-    pub fn notify_after_commit(&mut self, session: &str) {
-        if let Inner::Postgres(write, _) = &mut self.0
-            && !write.notify.iter().any(|s| s == session)
-        {
-            write.notify.push(session.to_owned());
-        }
-    }
-
-    /// Runs `hook` once this transaction has committed, before
-    /// [`WriteTx::commit`] returns (PostgreSQL; SQLite needs none). The
-    /// audit log seals its staged rows so.
-    pub fn after_commit(&mut self, hook: AfterCommit) {
-        if let Inner::Postgres(write, _) = &mut self.0 {
-            write.after = Some(hook);
-        }
-    }
-
-    /// The writer's memory of the rows it owns (`memo.rs`): on SQLite only;
-    /// `None` on PostgreSQL, where every transaction reads them.
-    pub fn memo(&mut self) -> Option<&mut Memo> {
-        match &mut self.0 {
-            Inner::Member(member) => member.guard.as_mut().map(|state| &mut state.memo),
-            Inner::Postgres(..) => None,
-        }
-    }
-
-    /// Undoes this transaction's work (and nothing else in its batch).
-    pub async fn rollback(self) -> sqlx::Result<()> {
-        match self.0 {
-            Inner::Member(member) => member.rollback().await,
-            Inner::Postgres(write, _) => write.tx.rollback().await,
-        }
-    }
-}
-
 impl Member {
-    async fn commit(mut self) -> sqlx::Result<()> {
+    pub(super) async fn commit(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         let mut done = self.done.clone();
         // Spawned: a caller cancelled halfway must not leave the batch open.
@@ -244,14 +157,31 @@ impl Member {
         }
     }
 
-    async fn rollback(mut self) -> sqlx::Result<()> {
+    pub(super) async fn rollback(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         tokio::spawn(leave(self.writer.clone(), guard, false))
             .await
             .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
     }
 
-    fn conn(&mut self) -> &mut AnyConnection {
+    /// The batch's connection, as [`Member::conn`] reads it.
+    pub(super) fn conn_ref(&self) -> &AnyConnection {
+        let state = self
+            .guard
+            .as_ref()
+            .expect("a live WriteTx holds the writer");
+        state
+            .conn
+            .as_ref()
+            .expect("an open batch holds the connection")
+    }
+
+    /// The writer's memory of the rows it owns (`memo.rs`).
+    pub(super) fn memo(&mut self) -> Option<&mut Memo> {
+        self.guard.as_mut().map(|state| &mut state.memo)
+    }
+
+    pub(super) fn conn(&mut self) -> &mut AnyConnection {
         let state = self
             .guard
             .as_mut()
@@ -260,35 +190,6 @@ impl Member {
             .conn
             .as_mut()
             .expect("an open batch holds the connection")
-    }
-}
-
-impl Deref for WriteTx {
-    type Target = AnyConnection;
-
-    fn deref(&self) -> &AnyConnection {
-        match &self.0 {
-            Inner::Member(member) => {
-                let state = member
-                    .guard
-                    .as_ref()
-                    .expect("a live WriteTx holds the writer");
-                state
-                    .conn
-                    .as_ref()
-                    .expect("an open batch holds the connection")
-            }
-            Inner::Postgres(write, _) => &write.tx,
-        }
-    }
-}
-
-impl DerefMut for WriteTx {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
-        match &mut self.0 {
-            Inner::Member(member) => member.conn(),
-            Inner::Postgres(write, _) => &mut write.tx,
-        }
     }
 }
 
@@ -305,21 +206,8 @@ impl Drop for Member {
     }
 }
 
-/// Starts a write transaction: joins (or opens) the SQLite batch, or begins
-/// a PostgreSQL transaction that holds the write lock, shared or
-/// (`exclusive`) alone. SQLite's writer is always alone.
-pub(super) async fn begin(writer: Arc<Writer>, exclusive: bool) -> sqlx::Result<WriteTx> {
-    if writer.backend == super::Backend::Postgres {
-        let write = super::pg_write::begin(&writer.pool, exclusive).await?;
-        return Ok(WriteTx(Inner::Postgres(Box::new(write), writer)));
-    }
-    join(writer)
-        .await
-        .map(|member| WriteTx(Inner::Member(member)))
-}
-
 /// Joins (or opens) the current batch with a fresh savepoint.
-async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
+pub(super) async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
     // Spawned: if the caller is cancelled meanwhile, the finished member is
     // dropped by the task, which undoes its savepoint.
     tokio::spawn(enter(writer))
