@@ -243,6 +243,12 @@ fn empty() -> Histogram {
 fn render_writes(out: &mut String) {
     counter(
         out,
+        "widgetd_auth_epoch_reads_total",
+        "Reads of the auth epoch (on PostgreSQL with the snapshot stamp), each shared by the requests waiting on it.",
+        crate::auth::cache::epoch_reads(),
+    );
+    counter(
+        out,
         "widgetd_db_commits_total",
         "Commits to the database (on SQLite, group commits: one fsync each).",
         WRITES.commits.load(Ordering::Relaxed),

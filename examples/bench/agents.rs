@@ -76,9 +76,15 @@ pub async fn run(
         let started = Instant::now();
         let cpu = |pid| crate::creation::cpu_secs(pid);
         let (daemon_before, bench_before) = (cpu(daemon), cpu(std::process::id()));
+        let reads = || crate::creation::metric(scene, &scene.url, "widgetd_auth_epoch_reads_total");
+        let reads_before = reads().await;
         let (samples, failed) = closed_loop(scene, agents, secs).await;
         let calls = samples.0.len().max(1) as f64;
         let per_call = |before, pid| round((cpu(pid) - before) * 1e6 / calls);
+        figures.push((
+            format!("{name}_closed_epoch_reads_per_call"),
+            round((reads().await - reads_before) / calls),
+        ));
         figures.push((
             format!("{name}_closed_daemon_cpu_us_per_call"),
             per_call(daemon_before, daemon),

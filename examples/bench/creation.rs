@@ -33,6 +33,15 @@ pub fn cpu_secs(pid: u32) -> f64 {
 
 /// The daemon's write counters from `/metrics`: (commits, transactions).
 pub async fn commits(scene: &Scene, url: &str) -> (f64, f64) {
+    (
+        metric(scene, url, "widgetd_db_commits_total").await,
+        metric(scene, url, "widgetd_db_committed_transactions_total").await,
+    )
+}
+
+/// The value of counter `name` in the daemon's `/metrics` (NaN when it
+/// cannot be read).
+pub async fn metric(scene: &Scene, url: &str, name: &str) -> f64 {
     let text = match scene
         .client
         .get(format!("{url}/metrics"))
@@ -43,15 +52,9 @@ pub async fn commits(scene: &Scene, url: &str) -> (f64, f64) {
         Ok(r) => r.text().await.unwrap_or_default(),
         Err(_) => String::new(),
     };
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-            .unwrap_or(f64::NAN)
-    };
-    (
-        value("widgetd_db_commits_total"),
-        value("widgetd_db_committed_transactions_total"),
-    )
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// Sessions made ahead, handed out to workers, so a timed phase spends its

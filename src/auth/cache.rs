@@ -197,6 +197,16 @@ async fn read(db: &Db) -> Option<(i64, Option<Stamp>)> {
     }
 }
 
+/// Epoch reads this process has started, for `/metrics`: how many round
+/// trips the cache costs (each read is shared by the requests waiting on
+/// it).
+static READS_STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many epoch reads this process has started.
+pub fn epoch_reads() -> u64 {
+    READS_STARTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The cache of one daemon.
 #[derive(Default)]
 pub struct AuthCache {
@@ -259,6 +269,7 @@ impl AuthCache {
                 return epoch;
             }
             reads.started += 1;
+            READS_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             (reads.started, Instant::now())
         };
         let (value, stamp) = read(db).await.unzip();

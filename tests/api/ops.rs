@@ -226,6 +226,8 @@ async fn metrics_parse_and_cover_what_operators_watch() {
     assert!(get("process_open_fds") > 0.0);
     assert!(get("process_start_time_seconds") > 1.7e9);
     assert!(get("widgetd_db_commits_total") >= 1.0);
+    // The requests above used tokens: the auth cache read the epoch.
+    assert!(get("widgetd_auth_epoch_reads_total") >= 1.0);
     assert!(get("widgetd_db_committed_transactions_total") >= get("widgetd_db_commits_total"));
     assert_eq!(get("widgetd_widgets_pending"), 1.0);
     assert_eq!(get("widgetd_webhooks_failed"), 0.0);
