@@ -43,9 +43,7 @@ impl Core {
             widget_rows: widgets::RowCache::default(),
         }
     }
-}
 
-impl Core {
     /// The database's stamp for the current request (`db/changes.rs`),
     /// taken before reading what is to be kept under it. On SQLite the
     /// poll's; on PostgreSQL the one read with the auth epoch, by a read

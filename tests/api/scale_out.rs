@@ -14,6 +14,7 @@ use widgetd::auth::Role;
 
 use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
 use crate::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
+use crate::widget_reads::{answer_in_turn, keep_reading, status};
 
 /// Two daemons of one deployment: `a` and its peer `b`.
 async fn two_daemons() -> (TestApp, TestApp) {
@@ -240,15 +241,6 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
     let (a, b) = two_daemons().await;
     let Scene { session, agent, .. } = scene(&a, "alice").await;
     let browser = b.login("alice").await;
-    let status = |id: String| {
-        let (a, agent) = (&a, &agent);
-        async move {
-            let r = a.get(&format!("/api/v1/widgets/{id}"), agent).await;
-            assert_eq!(r.status(), StatusCode::OK);
-            let body: Value = r.json().await.unwrap();
-            body["status"].as_str().unwrap().to_owned()
-        }
-    };
     let mcp = crate::mcp::connect(&a, Some(&agent)).await.unwrap();
     let mcp_status = |id: String| {
         let mcp = &mcp;
@@ -262,46 +254,21 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
         }
     };
     let busy = a.pending_widget(&agent, &session, &["BUSY_KEY"]).await;
-    let reader = tokio::spawn({
-        let (client, url, agent) = (
-            a.client.clone(),
-            format!("{}/api/v1/widgets/{busy}", a.url),
-            agent.clone(),
-        );
-        async move {
-            loop {
-                let r = client.get(&url).bearer_auth(&agent).send().await.unwrap();
-                assert_eq!(r.status(), StatusCode::OK);
-            }
-        }
-    });
+    let reader = keep_reading(&a, &agent, &busy);
     for n in 0..10 {
         let name = format!("READ_KEY_{n}");
         let id = a.pending_widget(&agent, &session, &[&name]).await;
         for _ in 0..2 {
-            assert_eq!(status(id.clone()).await, "pending");
+            assert_eq!(status(&a, &agent, &id).await, "pending");
             assert_eq!(mcp_status(id.clone()).await, "pending");
         }
-        let field = format!("value.{name}");
-        let (path, fields, expected) = if n % 2 == 0 {
-            (
-                "submit",
-                vec![(field.as_str(), "v"), ("scope", "session")],
-                "submitted",
-            )
-        } else {
-            ("dismiss", vec![], "dismissed")
-        };
-        let r = b
-            .post_form(&browser, &format!("/widgets/{id}/{path}"), &fields)
-            .await;
-        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+        let (path, expected) = answer_in_turn(&b, &browser, &id, &name, n).await;
         // Over MCP first for half the widgets, over REST first for the
         // other half, each half with submits and dismissals: the first
         // read after the answer is the one a kept row would fool.
         let (first, second) = match n % 4 < 2 {
-            true => (mcp_status(id.clone()).await, status(id.clone()).await),
-            false => (status(id.clone()).await, mcp_status(id.clone()).await),
+            true => (mcp_status(id.clone()).await, status(&a, &agent, &id).await),
+            false => (status(&a, &agent, &id).await, mcp_status(id.clone()).await),
         };
         for (via, seen) in [("the first", first), ("the second", second)] {
             assert_eq!(

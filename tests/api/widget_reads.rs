@@ -12,14 +12,62 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use widgetd::auth::Role;
 
-use crate::helpers::{COMMAND_LIMIT, TestApp, output_async_within, spawn_sqlite_app, widgetd};
+use tokio::task::JoinHandle;
+
+use crate::helpers::{
+    Browser, COMMAND_LIMIT, TestApp, output_async_within, spawn_sqlite_app, widgetd,
+};
 
 /// `GET /api/v1/widgets/{id}` with `token`: the widget's status.
-async fn status(app: &TestApp, token: &str, id: &str) -> String {
+pub(crate) async fn status(app: &TestApp, token: &str, id: &str) -> String {
     let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
     assert_eq!(r.status(), StatusCode::OK);
     let body: Value = r.json().await.unwrap();
     body["status"].as_str().unwrap().to_owned()
+}
+
+/// Reads widget `busy` with `agent` back to back until aborted, as other
+/// agents do under load: the daemon's epoch and stamp reads are then shared
+/// and never more than a few milliseconds old.
+pub(crate) fn keep_reading(app: &TestApp, agent: &str, busy: &str) -> JoinHandle<()> {
+    let (client, url, agent) = (
+        app.client.clone(),
+        format!("{}/api/v1/widgets/{busy}", app.url),
+        agent.to_owned(),
+    );
+    tokio::spawn(async move {
+        loop {
+            let r = client.get(&url).bearer_auth(&agent).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+        }
+    })
+}
+
+/// Answers the `n`th widget, `id`, asking for `name`, through `browser`'s
+/// form on `app`: submits the even ones, dismisses the odd ones. Returns
+/// what was done and the status the widget must now show.
+pub(crate) async fn answer_in_turn(
+    app: &TestApp,
+    browser: &Browser,
+    id: &str,
+    name: &str,
+    n: usize,
+) -> (&'static str, &'static str) {
+    let field = format!("value.{name}");
+    let (path, fields, expected) = if n.is_multiple_of(2) {
+        (
+            "submit",
+            vec![(field.as_str(), "v"), ("scope", "session")],
+            "submitted",
+        )
+    } else {
+        ("dismiss", vec![], "dismissed")
+    };
+    let r = app
+        .post_form(browser, &format!("/widgets/{id}/{path}"), &fields)
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+    (path, expected)
 }
 
 /// Reads `id` twice and asserts it is pending both times.
@@ -43,23 +91,7 @@ async fn an_answer_in_the_browser_shows_in_the_agents_very_next_read() {
     let busy = app
         .pending_widget(&busy_agent, &busy_session, &["BUSY_KEY"])
         .await;
-    let reader = tokio::spawn({
-        let (client, url) = (
-            app.client.clone(),
-            format!("{}/api/v1/widgets/{busy}", app.url),
-        );
-        async move {
-            loop {
-                let r = client
-                    .get(&url)
-                    .bearer_auth(&busy_agent)
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), StatusCode::OK);
-            }
-        }
-    });
+    let reader = keep_reading(&app, &busy_agent, &busy);
     // Ten widgets per session: an agent may add 30 at once.
     for round in 0..5 {
         let (session, agent) = app.session(&host).await;
@@ -68,20 +100,7 @@ async fn an_answer_in_the_browser_shows_in_the_agents_very_next_read() {
             let name = format!("READ_KEY_{n}");
             let id = app.pending_widget(&agent, &session, &[&name]).await;
             kept_pending(&app, &agent, &id).await;
-            let field = format!("value.{name}");
-            let (path, fields, expected) = if n % 2 == 0 {
-                (
-                    "submit",
-                    vec![(field.as_str(), "v"), ("scope", "session")],
-                    "submitted",
-                )
-            } else {
-                ("dismiss", vec![], "dismissed")
-            };
-            let r = app
-                .post_form(&browser, &format!("/widgets/{id}/{path}"), &fields)
-                .await;
-            assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+            let (path, expected) = answer_in_turn(&app, &browser, &id, &name, n).await;
             assert_eq!(
                 status(&app, &agent, &id).await,
                 expected,
