@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::clock;
-use crate::db::WriteTx;
+use crate::db::{Dialect, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 
@@ -85,20 +85,18 @@ async fn take_at(
     keys: &[(String, Bucket)],
     now: i64,
 ) -> sqlx::Result<Result<(), Duration>> {
+    if let [(key, bucket)] = keys {
+        return take_one(tx, key, *bucket, now).await;
+    }
     // Each bucket is read and written back under its lock (PostgreSQL), so
     // no concurrent take is lost.
     let buckets = keys.iter().map(|(key, _)| crate::db::Lock::Bucket(key));
     tx.lock_all(buckets).await?;
     let mut levels = Vec::with_capacity(keys.len());
     for (key, bucket) in keys {
-        let row = stored(tx, key).await?;
-        let level = row.map_or(bucket.burst, |(tokens, at)| {
-            let regained = (now - at).max(0) as f64 / 1000.0 * bucket.per_sec;
-            (tokens + regained).min(bucket.burst)
-        });
+        let level = level_at(*bucket, stored(tx, key).await?, now);
         if level < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - level) / bucket.per_sec);
-            return Ok(Err(wait.max(Duration::from_secs(1))));
+            return Ok(Err(wait_for(*bucket, level)));
         }
         levels.push(level);
     }
@@ -117,6 +115,59 @@ async fn take_at(
         }
     }
     Ok(Ok(()))
+}
+
+/// One bucket, in one statement: the row is refilled and taken from, or
+/// created full less one, only where at least one attempt is left, and
+/// PostgreSQL's upsert locks the row for it, so no concurrent take is lost
+/// and no advisory lock is needed. A refusal then reads the row once, for
+/// the wait.
+async fn take_one(
+    tx: &mut WriteTx,
+    key: &str,
+    bucket: Bucket,
+    now: i64,
+) -> sqlx::Result<Result<(), Duration>> {
+    let (least, greatest) = match Dialect::of(tx) {
+        Dialect::Sqlite => ("MIN", "MAX"),
+        Dialect::Postgres => ("LEAST", "GREATEST"),
+    };
+    let level = format!(
+        "{least}($2, rate_limits.tokens + {greatest}($4 - rate_limits.updated_at, 0) * $3)"
+    );
+    let taken: Option<f64> = sqlx::query_scalar(&format!(
+        "INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, $2 - 1, $4)
+         ON CONFLICT (key) DO UPDATE SET tokens = {level} - 1, updated_at = $4
+         WHERE {level} >= 1 RETURNING tokens"
+    ))
+    .bind(key)
+    .bind(bucket.burst)
+    .bind(bucket.per_sec / 1000.0)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some(tokens) = taken {
+        if let Some(memo) = tx.memo() {
+            memo.set_bucket(key, Some((tokens, now)));
+        }
+        return Ok(Ok(()));
+    }
+    let row = stored(tx, key).await?;
+    Ok(Err(wait_for(bucket, level_at(bucket, row, now))))
+}
+
+/// The attempts `bucket` holds at `now`, stored as `row` (full without).
+fn level_at(bucket: Bucket, row: Option<(f64, i64)>, now: i64) -> f64 {
+    row.map_or(bucket.burst, |(tokens, at)| {
+        let regained = (now - at).max(0) as f64 / 1000.0 * bucket.per_sec;
+        (tokens + regained).min(bucket.burst)
+    })
+}
+
+/// How long until `bucket`, at `level`, holds one attempt: at least 1 s.
+fn wait_for(bucket: Bucket, level: f64) -> Duration {
+    let wait = Duration::from_secs_f64((1.0 - level).max(0.0) / bucket.per_sec);
+    wait.max(Duration::from_secs(1))
 }
 
 /// Takes one request from `session`'s agent bucket, inside the caller's
@@ -193,6 +244,41 @@ mod tests {
             name_key("alice").len()
         );
         assert!(!name_key("alice").contains("alice"));
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn one_bucket_is_taken_in_one_statement_and_refills_over_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("limits.db")).await.unwrap();
+        db.migrate().await.unwrap();
+        let agent = |at: i64| {
+            let db = &db;
+            async move {
+                let mut tx = db.begin_write().await.unwrap();
+                let keys = [("agent:s".to_owned(), PER_AGENT)];
+                let outcome = take_at(&mut tx, &keys, at).await.unwrap();
+                tx.commit().await.unwrap();
+                outcome
+            }
+        };
+        for _ in 0..30 {
+            assert!(agent(NOW).await.is_ok());
+        }
+        // Empty: one attempt comes back in 2 s.
+        assert_eq!(agent(NOW).await.unwrap_err(), Duration::from_secs(2));
+        assert_eq!(
+            agent(NOW + 1_000).await.unwrap_err(),
+            Duration::from_secs(1)
+        );
+        assert!(agent(NOW + 2_000).await.is_ok());
+        assert!(agent(NOW + 2_000).await.is_err());
+        // Refilled to the burst at most, however long it stood.
+        let mut passed = 0;
+        for _ in 0..40 {
+            passed += usize::from(agent(NOW + 3_600_000).await.is_ok());
+        }
+        assert_eq!(passed, 30);
         db.close().await;
     }
 }
