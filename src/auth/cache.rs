@@ -29,6 +29,13 @@
 //!
 //! Only what exists is cached (an unknown token or session is asked of the
 //! database every time), so creating a token or a session needs no bump.
+//!
+//! The same epoch also guards [`Notified`]: whether a widget's change has
+//! anywhere to go besides the transcript (a webhook endpoint, a person
+//! linked to a connected Slack). Adding an endpoint, a link or a workspace
+//! bumps the epoch, so a request that arrives after the addition committed
+//! queues its notices; removals need no bump (a stale `true` only looks
+//! for targets that are gone).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -151,6 +158,32 @@ struct Entries {
     users: HashMap<UserId, User>,
     sessions: HashMap<SessionId, Session>,
     grants: HashMap<(SessionId, UserId), Sharing>,
+    notified: Option<Notified>,
+}
+
+/// Where a widget's change may be queued besides the transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Notified {
+    /// Some webhook endpoint exists.
+    pub webhooks: bool,
+    /// Slack is connected and someone is linked to it.
+    pub slack: bool,
+}
+
+impl Notified {
+    /// Reads both, in one statement.
+    pub async fn read(conn: &mut AnyConnection) -> sqlx::Result<Notified> {
+        let (webhooks, links, workspaces): (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM webhook_endpoints), \
+             (SELECT count(*) FROM slack_links), (SELECT count(*) FROM slack_workspace)",
+        )
+        .fetch_one(conn)
+        .await?;
+        Ok(Notified {
+            webhooks: webhooks > 0,
+            slack: links > 0 && workspaces > 0,
+        })
+    }
 }
 
 impl Entries {
@@ -167,6 +200,7 @@ impl Entries {
                 self.users.clear();
                 self.sessions.clear();
                 self.grants.clear();
+                self.notified = None;
                 self.epoch = Some(epoch);
                 true
             }
@@ -323,5 +357,13 @@ impl AuthCache {
 
     pub fn put_grant(&self, epoch: Epoch, session: SessionId, user: UserId, grant: Sharing) {
         self.with(epoch, |e| insert(&mut e.grants, (session, user), grant));
+    }
+
+    pub fn notified(&self, epoch: Epoch) -> Option<Notified> {
+        self.with(epoch, |e| e.notified).flatten()
+    }
+
+    pub fn put_notified(&self, epoch: Epoch, notified: Notified) {
+        self.with(epoch, |e| e.notified = Some(notified));
     }
 }

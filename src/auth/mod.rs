@@ -12,7 +12,7 @@ use secrecy::SecretString;
 use serde::Serialize;
 use sqlx::AnyConnection;
 
-pub use cache::{AuthCache, bump_epoch};
+pub use cache::{AuthCache, Notified, bump_epoch};
 pub use principal::Principal;
 pub use store::TokenRow;
 use tokens::{API_TOKEN_PREFIX, TokenScopes};

@@ -1,6 +1,6 @@
 //! What the single SQLite writer remembers between its transactions, so a
 //! write does not read back what the writer itself wrote: the audit chain's
-//! head, rate-limit buckets, and whether any webhook endpoint exists.
+//! head and rate-limit buckets.
 //!
 //! Every entry is a copy of a row as the writer's open transaction sees it,
 //! so it is only ever used by the member holding the writer. It stays true
@@ -28,7 +28,6 @@ const MAX_BUCKETS: usize = 10_000;
 pub struct Memo {
     audit_head: Option<(i64, Vec<u8>)>,
     buckets: HashMap<String, (f64, i64)>,
-    any_endpoints: Option<bool>,
     /// What the member holding the writer changed, undone with its savepoint.
     touched: Touched,
 }
@@ -37,7 +36,6 @@ pub struct Memo {
 struct Touched {
     audit: bool,
     buckets: Vec<String>,
-    endpoints: bool,
 }
 
 impl Memo {
@@ -76,17 +74,6 @@ impl Memo {
         self.buckets.clear();
     }
 
-    /// Whether any webhook endpoint exists, when known.
-    pub fn any_endpoints(&self) -> Option<bool> {
-        self.any_endpoints
-    }
-
-    /// Whether any endpoint exists; `None` after adding or deleting one.
-    pub fn set_any_endpoints(&mut self, any: Option<bool>) {
-        self.any_endpoints = any;
-        self.touched.endpoints = true;
-    }
-
     /// The member's savepoint was released: its changes stand.
     pub(super) fn keep_member(&mut self) {
         self.touched = Touched::default();
@@ -100,9 +87,6 @@ impl Memo {
         }
         for key in touched.buckets {
             self.buckets.remove(&key);
-        }
-        if touched.endpoints {
-            self.any_endpoints = None;
         }
     }
 
@@ -121,7 +105,6 @@ mod tests {
         let mut memo = Memo::default();
         memo.set_audit_head(1, vec![1]);
         memo.set_bucket("a", Some((3.0, 10)));
-        memo.set_any_endpoints(Some(false));
         memo.keep_member();
         memo.set_bucket("b", Some((1.0, 20)));
         memo.set_audit_head(2, vec![2]);
@@ -129,7 +112,6 @@ mod tests {
         assert_eq!(memo.audit_head(), None);
         assert_eq!(memo.bucket("a"), Some((3.0, 10)));
         assert_eq!(memo.bucket("b"), None);
-        assert_eq!(memo.any_endpoints(), Some(false));
         memo.forget();
         assert_eq!(memo.bucket("a"), None);
     }

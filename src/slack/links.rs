@@ -108,6 +108,9 @@ pub async fn redeem_code(
         });
     }
     unlink(conn, &user).await?;
+    // Whether a widget's change is queued for Slack at all is kept under
+    // the auth epoch (`auth/cache.rs`, `Notified`).
+    crate::auth::bump_epoch(conn).await?;
     sqlx::query(
         "INSERT INTO slack_links (user_id, team_id, slack_user_id, linked_at) VALUES ($1, $2, $3, $4)",
     )

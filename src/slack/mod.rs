@@ -96,6 +96,9 @@ pub async fn connect(
     sqlx::query("DELETE FROM slack_workspace")
         .execute(&mut *conn)
         .await?;
+    // Whether a widget's change is queued for Slack at all is kept under
+    // the auth epoch (`auth/cache.rs`, `Notified`).
+    crate::auth::bump_epoch(conn).await?;
     sqlx::query(
         "INSERT INTO slack_workspace (id, key_id, token_nonce, bot_token, secret_nonce, signing_secret, connected_at) \
          VALUES (1, $1, $2, $3, $4, $5, $6)",
@@ -233,7 +236,7 @@ pub async fn check_secrets(
 /// Queues a Slack message of a new pending widget for each linked person
 /// who may answer it (the creator, people with `prompt` access; not a
 /// disabled user), inside the widget's transaction. Nothing when Slack is
-/// not connected.
+/// not connected. Called only while someone is linked (`auth::Notified`).
 pub async fn enqueue_new(
     conn: &mut AnyConnection,
     session: &crate::ids::SessionId,

@@ -152,9 +152,9 @@ pub async fn create_endpoint(
     .bind(created_at)
     .execute(&mut **tx)
     .await?;
-    if let Some(memo) = tx.memo() {
-        memo.set_any_endpoints(Some(true));
-    }
+    // Whether a widget's change is queued for webhooks at all is kept
+    // under the auth epoch (`auth/cache.rs`, `Notified`).
+    crate::auth::bump_epoch(tx).await?;
     use base64::Engine;
     let secret = format!(
         "whsec_{}",
@@ -192,9 +192,6 @@ pub async fn delete_endpoint(tx: &mut WriteTx, owner: &UserId, id: &str) -> sqlx
         .bind(owner)
         .execute(&mut **tx)
         .await?;
-    if let Some(memo) = tx.memo() {
-        memo.set_any_endpoints(None);
-    }
     Ok(done.rows_affected() > 0)
 }
 
@@ -210,32 +207,13 @@ pub struct Notice<'a> {
 }
 
 /// Queues `notice` for every endpoint of the session's creator, inside the
-/// caller's transaction. The SQLite writer remembers whether any endpoint
-/// exists at all, so a deployment without webhooks looks for none.
+/// caller's transaction. Called only while some endpoint exists
+/// (`auth::Notified`), so a deployment without webhooks looks for none.
 pub async fn enqueue(
-    tx: &mut WriteTx,
+    conn: &mut AnyConnection,
     settings: &Settings,
     notice: &Notice<'_>,
 ) -> sqlx::Result<()> {
-    if tx.memo().is_some() {
-        let any = match tx.memo().and_then(|memo| memo.any_endpoints()) {
-            Some(any) => any,
-            None => {
-                let any: Option<i32> =
-                    sqlx::query_scalar("SELECT 1 FROM webhook_endpoints LIMIT 1")
-                        .fetch_optional(&mut **tx)
-                        .await?;
-                if let Some(memo) = tx.memo() {
-                    memo.set_any_endpoints(Some(any.is_some()));
-                }
-                any.is_some()
-            }
-        };
-        if !any {
-            return Ok(());
-        }
-    }
-    let conn: &mut AnyConnection = tx;
     let targets: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT e.id, e.format, s.title FROM webhook_endpoints e \
          JOIN sessions s ON s.creator_id = e.owner_id WHERE s.id = $1",

@@ -354,13 +354,29 @@ pub(super) async fn notify(
         status: status.as_str(),
         names: loaded.env_names(),
     };
-    crate::webhooks::enqueue(tx, &state.settings, &notice).await?;
+    let notified = notified(tx, state).await?;
+    if notified.webhooks {
+        crate::webhooks::enqueue(tx, &state.settings, &notice).await?;
+    }
     match status {
+        _ if !notified.slack => Ok(()),
         WidgetStatus::Pending => {
             crate::slack::enqueue_new(tx, &widget.session_id, widget.id.as_str()).await
         }
         _ => Ok(crate::slack::enqueue_update(tx, widget.id.as_str()).await?),
     }
+}
+
+/// Where the change may go, as of the request's auth epoch: kept in memory
+/// under it, so a deployment without webhooks or Slack asks for neither.
+async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<crate::auth::Notified> {
+    let epoch = state.auth_cache.epoch(&state.db).await;
+    if let Some(known) = state.auth_cache.notified(epoch) {
+        return Ok(known);
+    }
+    let read = crate::auth::Notified::read(tx).await?;
+    state.auth_cache.put_notified(epoch, read);
+    Ok(read)
 }
 
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its

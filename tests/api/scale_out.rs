@@ -281,6 +281,36 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
 }
 
 #[tokio::test]
+async fn a_webhook_added_on_one_daemon_gets_the_others_very_next_widget() {
+    let (a, b) = two_daemons().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&a, "alice").await;
+    let notices = |widget: &str| {
+        format!(
+            "SELECT count(*) FROM webhook_outbox WHERE event = 'widget.created' \
+             AND payload LIKE '%{widget}%'"
+        )
+    };
+    // No endpoint yet: daemon A notes that a change goes nowhere else.
+    let before = a.pending_widget(&agent, &session, &["FIRST_KEY"]).await;
+    assert_eq!(a.count(&notices(&before)).await, 0);
+    // Added on B, which moves the auth epoch: A's note is not trusted after.
+    let r = b
+        .post_json(
+            "/api/v1/webhooks",
+            &host,
+            &json!({ "url": "https://93.184.215.14/hook" }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let after = a.pending_widget(&agent, &session, &["SECOND_KEY"]).await;
+    assert_eq!(a.count(&notices(&after)).await, 1);
+}
+
+#[tokio::test]
 async fn login_limits_hold_across_daemons() {
     let (a, b) = two_daemons().await;
     a.user("alice", Role::Member).await;

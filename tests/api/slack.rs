@@ -570,3 +570,19 @@ fn the_cli_connects_shows_and_disconnects_without_printing_a_credential() {
     let shown: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(shown["connected"], false, "{shown}");
 }
+
+#[tokio::test]
+async fn a_person_linked_after_a_widget_was_asked_gets_the_next_one_in_slack() {
+    let (app, _slack) = slack_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    let messages = |widget: &str| {
+        format!("SELECT count(*) FROM slack_messages WHERE widget_id = '{widget}'")
+    };
+    // Nobody is linked yet: the daemon notes that there is no one to tell.
+    let before = widget(&app, &agent, &session, "ask", json!({ "question": "One?" })).await;
+    assert_eq!(app.count(&messages(&before)).await, 0);
+    // The link moves the auth epoch, so that note is not trusted after it.
+    link(&app, "alice", "UALICE").await;
+    let after = widget(&app, &agent, &session, "ask", json!({ "question": "Two?" })).await;
+    assert_eq!(app.count(&messages(&after)).await, 1);
+}
