@@ -165,7 +165,8 @@ pub async fn add_message(
     text: &str,
 ) -> AppResult<i64> {
     check_length(text)?;
-    let mut tx = state.db.begin_write().await?;
+    let first = crate::db::Lock::Session(session.as_str());
+    let mut tx = state.db.begin_write_locking(first).await?;
     let message_id = insert_text(&mut tx, session, role, None, text).await?;
     tx.commit().await?;
     state.hub.publish(session);

@@ -161,7 +161,14 @@ impl Db {
     /// deployment's write lock. [`WriteTx::commit`] returns once the work is
     /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
-        write_tx::begin(self.writer.clone(), false).await
+        write_tx::begin(self.writer.clone(), false, None).await
+    }
+
+    /// [`Db::begin_write`], then [`WriteTx::lock`] of `first`: on
+    /// PostgreSQL in the statement that takes the write lock, a round trip
+    /// fewer, for transactions whose first step is to lock their session.
+    pub async fn begin_write_locking(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
+        write_tx::begin(self.writer.clone(), false, Some(first)).await
     }
 
     /// A write transaction that no other write transaction of the
@@ -169,7 +176,7 @@ impl Db {
     /// SQLite's writer is always alone): for changing every secret's key,
     /// creating the first data key or the first admin.
     pub async fn begin_write_exclusive(&self) -> sqlx::Result<WriteTx> {
-        write_tx::begin(self.writer.clone(), true).await
+        write_tx::begin(self.writer.clone(), true, None).await
     }
 
     /// On SQLite, the state of the database as this process knows it: a

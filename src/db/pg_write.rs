@@ -145,22 +145,39 @@ impl FollowUp {
 }
 
 /// Begins a write transaction holding the deployment's write lock, shared
-/// or (`exclusive`) alone.
-pub(super) async fn begin(pool: &AnyPool, exclusive: bool) -> sqlx::Result<PgWrite> {
+/// or (`exclusive`) alone, then `first`, in one statement.
+pub(super) async fn begin(
+    pool: &AnyPool,
+    exclusive: bool,
+    first: Option<Lock<'_>>,
+) -> sqlx::Result<PgWrite> {
     let mut tx = pool.begin().await?;
     // Wrapped in a SELECT that returns an integer: the Any driver cannot
-    // carry PostgreSQL's `void`.
-    let sql = if exclusive {
-        "SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked"
+    // carry PostgreSQL's `void`. A select list is evaluated left to right,
+    // so the write lock is always taken before `first`, as in every other
+    // transaction.
+    let write = if exclusive {
+        "pg_advisory_xact_lock($1)"
     } else {
-        "SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared($1)) AS locked"
+        "pg_advisory_xact_lock_shared($1)"
     };
-    sqlx::query(sql).bind(WRITE_LOCK).execute(&mut *tx).await?;
+    let held: Vec<(i32, i32)> = first.map(Lock::keys).into_iter().collect();
+    let first = if held.is_empty() {
+        ""
+    } else {
+        ", pg_advisory_xact_lock($2, $3)"
+    };
+    let sql = format!("SELECT 1 FROM (SELECT {write}{first}) AS locked");
+    let mut query = sqlx::query(&sql).bind(WRITE_LOCK);
+    for &(class, key) in &held {
+        query = query.bind(class).bind(key);
+    }
+    query.execute(&mut *tx).await?;
     Ok(PgWrite {
         tx,
         after: None,
         notify: Vec::new(),
-        held: Vec::new(),
+        held,
     })
 }
 

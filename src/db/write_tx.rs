@@ -118,10 +118,15 @@ impl DerefMut for WriteTx {
 
 /// Starts a write transaction: joins (or opens) the SQLite batch, or begins
 /// a PostgreSQL transaction that holds the write lock, shared or
-/// (`exclusive`) alone. SQLite's writer is always alone.
-pub(super) async fn begin(writer: Arc<Writer>, exclusive: bool) -> sqlx::Result<WriteTx> {
+/// (`exclusive`) alone, and `first`, if given. SQLite's writer is always
+/// alone.
+pub(super) async fn begin(
+    writer: Arc<Writer>,
+    exclusive: bool,
+    first: Option<super::Lock<'_>>,
+) -> sqlx::Result<WriteTx> {
     if writer.backend == super::Backend::Postgres {
-        let write = super::pg_write::begin(&writer.pool, exclusive).await?;
+        let write = super::pg_write::begin(&writer.pool, exclusive, first).await?;
         return Ok(WriteTx(Inner::Postgres(Box::new(write), writer)));
     }
     join(writer)

@@ -54,12 +54,11 @@ pub async fn create_living<R: Request>(
     life: &Life,
     cause: Cause<'_>,
 ) -> AppResult<Created> {
-    let mut tx = state.db.begin_write().await?;
     // The session's lock first: the pending cap counts, and the widget's
     // line and event take their places, with no other writer of the session
     // in between (PostgreSQL; SQLite's writer is alone anyway).
-    tx.lock(crate::db::Lock::Session(session_id.as_str()))
-        .await?;
+    let first = crate::db::Lock::Session(session_id.as_str());
+    let mut tx = state.db.begin_write_locking(first).await?;
     let session = live(sessions::get_session(&mut tx, session_id).await?)?;
     let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
     let stored = serde_json::to_string(&params).expect("params serialize");

@@ -482,9 +482,8 @@ pub async fn archive_session(
     session_id: &SessionId,
     cause: Cause<'_>,
 ) -> AppResult<usize> {
-    let mut tx = state.db.begin_write().await?;
-    tx.lock(crate::db::Lock::Session(session_id.as_str()))
-        .await?;
+    let first = crate::db::Lock::Session(session_id.as_str());
+    let mut tx = state.db.begin_write_locking(first).await?;
     sessions::mark_archived(&mut tx, session_id, clock::now_ms()).await?;
     let pending = store::pending_of_session(&mut tx, session_id).await?;
     for widget in &pending {
