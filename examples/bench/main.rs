@@ -13,7 +13,10 @@
 //! authenticated reads beside `/healthz` (`agents.rs`), the memory of
 //! 10,000 idle event streams, and the daemon's idle memory and start time;
 //! on PostgreSQL also the server's own single-row commit rate. See
-//! docs/performance.md.
+//! docs/performance.md. `--daemon PATH` benches that binary (an earlier
+//! commit's, say) instead of building this tree's, so two builds can be
+//! compared one after the other on the same machine; `--only creation`
+//! runs the creation phases alone (and the ceilings they are set against).
 
 mod agents;
 mod creation;
@@ -46,14 +49,26 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let streams = raise_fd_limit(STREAMS);
+    // `--only creation`: the creation phases alone, for comparing builds.
+    let only_creation = args
+        .windows(2)
+        .any(|w| w[0] == "--only" && w[1] == "creation");
 
-    eprintln!("bench: building the release daemon");
-    let bin = daemon::build()?;
+    let bin = match args.iter().position(|a| a == "--daemon") {
+        Some(i) => args
+            .get(i + 1)
+            .map(std::path::PathBuf::from)
+            .ok_or_else(|| anyhow::anyhow!("--daemon needs the path of a widgetd binary"))?,
+        None => {
+            eprintln!("bench: building the release daemon");
+            daemon::build()?
+        }
+    };
     let database = match &server {
         Some(server) => Some(postgres::Scratch::create(server).await?),
         None => None,
     };
-    let run = bench(&bin, database.as_ref(), secs, streams).await;
+    let run = bench(&bin, database.as_ref(), secs, streams, only_creation).await;
     if let Some(database) = database {
         database.drop_it().await?;
     }
@@ -67,6 +82,7 @@ async fn bench(
     database: Option<&postgres::Scratch>,
     secs: f64,
     streams: usize,
+    only_creation: bool,
 ) -> anyhow::Result<Map<String, Value>> {
     let url = database.map(|d| d.url.as_str());
     let dir = tempfile::tempdir()?;
@@ -100,7 +116,7 @@ async fn bench(
     let host = token(bin, &data, url)?;
     let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
     let mut trips = Map::new();
-    for c in [1, 8, 64] {
+    for c in [1, 8, 64].into_iter().filter(|_| !only_creation) {
         eprintln!("bench: round trips at concurrency {c} ({secs}s)");
         let started = Instant::now();
         let r = load::round_trips(&scene, c, secs).await;
@@ -140,13 +156,15 @@ async fn bench(
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
 
-    agents::run(&scene, pid, secs, &mut out).await?;
+    if !only_creation {
+        agents::run(&scene, pid, secs, &mut out).await?;
 
-    eprintln!("bench: holding {streams} event streams");
-    let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;
-    out.insert("sse_streams".into(), streams.into());
-    out.insert("sse_mib_per_1k".into(), round(per_1k).into());
-    out.insert("sse_widget_reached_streams".into(), reached.into());
+        eprintln!("bench: holding {streams} event streams");
+        let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;
+        out.insert("sse_streams".into(), streams.into());
+        out.insert("sse_mib_per_1k".into(), round(per_1k).into());
+        out.insert("sse_widget_reached_streams".into(), reached.into());
+    }
 
     let verify = daemon::cli(bin, &data, url, &["audit", "verify"]);
     out.insert("audit_chain_verifies".into(), verify.is_ok().into());
