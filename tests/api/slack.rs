@@ -575,9 +575,8 @@ fn the_cli_connects_shows_and_disconnects_without_printing_a_credential() {
 async fn a_person_linked_after_a_widget_was_asked_gets_the_next_one_in_slack() {
     let (app, _slack) = slack_app().await;
     let Scene { session, agent, .. } = scene(&app, "alice").await;
-    let messages = |widget: &str| {
-        format!("SELECT count(*) FROM slack_messages WHERE widget_id = '{widget}'")
-    };
+    let messages =
+        |widget: &str| format!("SELECT count(*) FROM slack_messages WHERE widget_id = '{widget}'");
     // Nobody is linked yet: the daemon notes that there is no one to tell.
     let before = widget(&app, &agent, &session, "ask", json!({ "question": "One?" })).await;
     assert_eq!(app.count(&messages(&before)).await, 0);
