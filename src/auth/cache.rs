@@ -208,6 +208,14 @@ impl Entries {
     }
 }
 
+/// How old a read may be when the request arrived (see the module's text).
+fn poll(backend: Backend, reads: &Reads) -> Option<Duration> {
+    match backend {
+        Backend::Sqlite if !awaiting(reads.value) => Some(POLL),
+        _ => None,
+    }
+}
+
 /// Reads the epoch and, on PostgreSQL, the stamp of the same statement's
 /// snapshot; `None` when the read failed.
 async fn read(db: &Db) -> Option<(i64, Option<Stamp>)> {
@@ -288,11 +296,7 @@ impl AuthCache {
     /// the module's text; outside a request, for a request arriving now).
     pub async fn epoch(&self, db: &Db) -> Epoch {
         let arrival = self.arrived();
-        let poll = |reads: &Reads| match db.backend() {
-            Backend::Sqlite if !awaiting(reads.value) => Some(POLL),
-            _ => None,
-        };
-        let fresh = |reads: &Reads| reads.fresh(arrival, poll(reads));
+        let fresh = |reads: &Reads| reads.fresh(arrival, poll(db.backend(), reads));
         if let Some(epoch) = fresh(&self.reads.lock().expect("not poisoned")) {
             return epoch;
         }
@@ -314,6 +318,17 @@ impl AuthCache {
         reads.value = value;
         reads.stamp = stamp;
         Epoch(value, stamp)
+    }
+
+    /// The epoch, if a read fresh enough for the current request has
+    /// finished (as [`AuthCache::epoch`] would return it at once); `None`
+    /// rather than a read. For work inside a write transaction, which on
+    /// PostgreSQL holds one of the connections a read would wait for.
+    pub fn epoch_if_read(&self, backend: Backend) -> Option<Epoch> {
+        // Before the lock: outside a request, the arrival is read under it.
+        let arrival = self.arrived();
+        let reads = self.reads.lock().expect("not poisoned");
+        reads.fresh(arrival, poll(backend, &reads))
     }
 
     fn with<T>(&self, epoch: Epoch, f: impl FnOnce(&mut Entries) -> T) -> Option<T> {

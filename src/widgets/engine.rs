@@ -369,13 +369,18 @@ pub(super) async fn notify(
 
 /// Where the change may go, as of the request's auth epoch: kept in memory
 /// under it, so a deployment without webhooks or Slack asks for neither.
+/// Without an epoch read of its own (a background sweep, a Slack click),
+/// the transaction reads it: it must not wait for an epoch read, which on
+/// PostgreSQL needs another connection of the pool it holds one of.
 async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<crate::auth::Notified> {
-    let epoch = state.auth_cache.epoch(&state.db).await;
-    if let Some(known) = state.auth_cache.notified(epoch) {
+    let epoch = state.auth_cache.epoch_if_read(state.db.backend());
+    if let Some(known) = epoch.and_then(|epoch| state.auth_cache.notified(epoch)) {
         return Ok(known);
     }
     let read = crate::auth::Notified::read(tx).await?;
-    state.auth_cache.put_notified(epoch, read);
+    if let Some(epoch) = epoch {
+        state.auth_cache.put_notified(epoch, read);
+    }
     Ok(read)
 }
 
