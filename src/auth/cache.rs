@@ -161,29 +161,14 @@ struct Entries {
     notified: Option<Notified>,
 }
 
-/// Where a widget's change may be queued besides the transcript.
+/// Where a widget's change may be queued besides the transcript
+/// (read by `widgets::engine::notify`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Notified {
     /// Some webhook endpoint exists.
     pub webhooks: bool,
     /// Slack is connected and someone is linked to it.
     pub slack: bool,
-}
-
-impl Notified {
-    /// Reads both, in one statement.
-    pub async fn read(conn: &mut AnyConnection) -> sqlx::Result<Notified> {
-        let (webhooks, links, workspaces): (i64, i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM webhook_endpoints), \
-             (SELECT count(*) FROM slack_links), (SELECT count(*) FROM slack_workspace)",
-        )
-        .fetch_one(conn)
-        .await?;
-        Ok(Notified {
-            webhooks: webhooks > 0,
-            slack: links > 0 && workspaces > 0,
-        })
-    }
 }
 
 impl Entries {

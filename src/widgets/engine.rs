@@ -11,6 +11,7 @@ use super::kind::{
     self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_APP, MCP_CLIENT,
     Stored, Unloadable,
 };
+use super::notices::notify;
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store, typed};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
@@ -334,54 +335,6 @@ pub(super) async fn after_resolution(
     audit::append(tx, cause.actor, cause.client, entry).await?;
     notify(tx, state, widget, loaded, "widget.resolved", to).await?;
     Ok(())
-}
-
-/// Queues the webhook notices and Slack messages of a change, in its
-/// transaction.
-pub(super) async fn notify(
-    tx: &mut WriteTx,
-    state: &Core,
-    widget: &WidgetRow,
-    loaded: &dyn Loaded,
-    event: &'static str,
-    status: WidgetStatus,
-) -> AppResult<()> {
-    let notice = crate::webhooks::Notice {
-        event,
-        session: &widget.session_id,
-        widget: widget.id.as_str(),
-        kind: &widget.kind,
-        status: status.as_str(),
-        names: loaded.env_names(),
-    };
-    let notified = notified(tx, state).await?;
-    if notified.webhooks {
-        crate::webhooks::enqueue(tx, &state.settings, &notice).await?;
-    }
-    match status {
-        _ if !notified.slack => Ok(()),
-        WidgetStatus::Pending => {
-            crate::slack::enqueue_new(tx, &widget.session_id, widget.id.as_str()).await
-        }
-        _ => Ok(crate::slack::enqueue_update(tx, widget.id.as_str()).await?),
-    }
-}
-
-/// Where the change may go, as of the request's auth epoch: kept in memory
-/// under it, so a deployment without webhooks or Slack asks for neither.
-/// Without an epoch read of its own (a background sweep, a Slack click),
-/// the transaction reads it: it must not wait for an epoch read, which on
-/// PostgreSQL needs another connection of the pool it holds one of.
-async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<crate::auth::Notified> {
-    let epoch = state.auth_cache.epoch_if_read(state.db.backend());
-    if let Some(known) = epoch.and_then(|epoch| state.auth_cache.notified(epoch)) {
-        return Ok(known);
-    }
-    let read = crate::auth::Notified::read(tx).await?;
-    if let Some(epoch) = epoch {
-        state.auth_cache.put_notified(epoch, read);
-    }
-    Ok(read)
 }
 
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its

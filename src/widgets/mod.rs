@@ -26,6 +26,7 @@ pub mod fields;
 pub mod kind;
 pub mod life;
 pub(crate) mod markdown;
+mod notices;
 #[cfg(test)]
 mod properties;
 mod store;

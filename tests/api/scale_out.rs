@@ -14,6 +14,7 @@ use widgetd::auth::Role;
 
 use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
 use crate::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
+use crate::webhooks::add_webhook;
 use crate::widget_reads::{answer_in_turn, keep_reading, status};
 
 /// Two daemons of one deployment: `a` and its peer `b`.
@@ -298,14 +299,7 @@ async fn a_webhook_added_on_one_daemon_gets_the_others_very_next_widget() {
     let before = a.pending_widget(&agent, &session, &["FIRST_KEY"]).await;
     assert_eq!(a.count(&notices(&before)).await, 0);
     // Added on B, which moves the auth epoch: A's note is not trusted after.
-    let r = b
-        .post_json(
-            "/api/v1/webhooks",
-            &host,
-            &json!({ "url": "https://93.184.215.14/hook" }),
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::CREATED);
+    add_webhook(&b, &host, "https://93.184.215.14/hook", "standard").await;
     let after = a.pending_widget(&agent, &session, &["SECOND_KEY"]).await;
     assert_eq!(a.count(&notices(&after)).await, 1);
 }

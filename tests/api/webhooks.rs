@@ -95,7 +95,12 @@ fn assert_signed(r: &Received, secret: &str) {
     assert_ne!(header(r, "webhook-signature"), wrong);
 }
 
-async fn add_webhook(app: &crate::helpers::TestApp, token: &str, url: &str, format: &str) -> Value {
+pub async fn add_webhook(
+    app: &crate::helpers::TestApp,
+    token: &str,
+    url: &str,
+    format: &str,
+) -> Value {
     let r = app
         .post_json(
             "/api/v1/webhooks",
