@@ -16,7 +16,7 @@ use sqlx::AnyConnection;
 
 use crate::clock;
 use crate::crypto::aad;
-use crate::db::{Dialect, WriteTx};
+use crate::db::{Dialect, Script, Values, WriteTx};
 use crate::ids::{SessionId, UserId};
 
 /// Who acted.
@@ -140,6 +140,20 @@ pub async fn append(
     client: &ClientAddr,
     entry: Entry<'_>,
 ) -> sqlx::Result<()> {
+    let mut script = Script::new(Dialect::of(tx));
+    append_into(tx, &mut script, actor, client, entry).await?;
+    script.run(tx).await
+}
+
+/// [`append`] as one of the writes of `script`, sent with the others. At
+/// most one per script: on SQLite the chain's head moves when it ran.
+pub async fn append_into(
+    tx: &mut WriteTx,
+    script: &mut Script<'_>,
+    actor: &Actor,
+    client: &ClientAddr,
+    entry: Entry<'_>,
+) -> sqlx::Result<()> {
     let mut row = AuditRow {
         id: 0,
         at: clock::now_ms(),
@@ -154,8 +168,16 @@ pub async fn append(
         prev_hash: Vec::new(),
         hash: Vec::new(),
     };
-    if Dialect::of(tx) == Dialect::Postgres {
-        return stage(tx, &row).await;
+    if script.dialect() == Dialect::Postgres {
+        // Staged for the sealer that runs after the commit.
+        script.push(
+            "audit",
+            "INSERT INTO audit_pending (at, actor, action, session_id, widget_id, names, scope, client_addr, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            |v| bind_entry(v, row),
+        );
+        script.then(|tx| tx.after_commit(seal::after_commit));
+        return Ok(());
     }
     let remembered = tx
         .memo()
@@ -170,60 +192,84 @@ pub async fn append(
     row.id = last_id + 1;
     row.hash = row.compute_hash(&prev_hash);
     row.prev_hash = prev_hash;
-    insert(tx, &row).await?;
-    if let Some(memo) = tx.memo() {
-        memo.set_audit_head(row.id, row.hash);
+    let head = (row.id, row.hash.clone());
+    script.push("audit", &chained_insert(1), |v| bind_chained(v, row));
+    script.then(move |tx| {
+        if let Some(memo) = tx.memo() {
+            memo.set_audit_head(head.0, head.1);
+        }
+    });
+    Ok(())
+}
+
+/// Writes chained rows in statements of a few fixed sizes (each size one
+/// prepared statement): 45 rows are 4 statements (32, 8, 4 and 1), not 45.
+async fn insert_chained(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
+    let mut rows = rows.into_iter();
+    for size in chunk_sizes(rows.len()) {
+        let chunk: Vec<AuditRow> = rows.by_ref().take(size).collect();
+        let mut script = Script::new(Dialect::of(conn));
+        script.push("audit", &chained_insert(size), |v| {
+            for row in chunk {
+                bind_chained(v, row);
+            }
+        });
+        script.run_on(conn).await?;
     }
     Ok(())
 }
 
-/// Stages `row` (PostgreSQL) for the sealer that runs after the commit.
-async fn stage(tx: &mut WriteTx, row: &AuditRow) -> sqlx::Result<()> {
-    bind_entry(
-        sqlx::query(
-            "INSERT INTO audit_pending (at, actor, action, session_id, widget_id, names, scope, client_addr, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        ),
-        row,
-    )
-    .execute(&mut **tx)
-    .await?;
-    tx.after_commit(seal::after_commit);
-    Ok(())
+/// `rows` split into the fewest parts of the sizes [`insert_chained`] uses.
+fn chunk_sizes(mut rows: usize) -> Vec<usize> {
+    const SIZES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
+    let mut sizes = Vec::new();
+    while rows > 0 {
+        let size = SIZES.into_iter().find(|&s| s <= rows).expect("1 fits");
+        sizes.push(size);
+        rows -= size;
+    }
+    sizes
 }
 
-/// Writes a chained row.
-async fn insert(conn: &mut AnyConnection, row: &AuditRow) -> sqlx::Result<()> {
-    bind_entry(
-        sqlx::query(
-            "INSERT INTO audit_log (at, actor, action, session_id, widget_id, names, scope, client_addr, detail, id, prev_hash, hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        ),
-        row,
+/// Columns of a chained row, in the order [`bind_chained`] binds them.
+const CHAINED_COLUMNS: &str = "at, actor, action, session_id, widget_id, names, scope, client_addr, detail, id, prev_hash, hash";
+
+/// An insert of `rows` chained rows in one statement.
+fn chained_insert(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|r| {
+            let marks: Vec<String> = (1..=12).map(|c| format!("${}", r * 12 + c)).collect();
+            format!("({})", marks.join(", "))
+        })
+        .collect();
+    format!(
+        "INSERT INTO audit_log ({CHAINED_COLUMNS}) VALUES {}",
+        values.join(", ")
     )
-    .bind(row.id)
-    .bind(&row.prev_hash)
-    .bind(&row.hash)
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
-/// Binds what a row says (`$1`..`$9`), the part staged and chained alike.
-fn bind_entry<'q>(
-    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    row: &'q AuditRow,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    query
-        .bind(row.at)
-        .bind(&row.actor)
-        .bind(&row.action)
-        .bind(&row.session_id)
-        .bind(&row.widget_id)
-        .bind(&row.names)
-        .bind(&row.scope)
-        .bind(&row.client_addr)
-        .bind(&row.detail)
+/// Binds what a row says, the part staged and chained alike.
+fn bind_entry(v: &mut Values<'_, '_>, row: AuditRow) {
+    v.add(row.at)
+        .add(row.actor)
+        .add(row.action)
+        .add(row.session_id)
+        .add(row.widget_id)
+        .add(row.names)
+        .add(row.scope)
+        .add(row.client_addr)
+        .add(row.detail);
+}
+
+/// Binds a chained row: what it says, then its place in the chain.
+fn bind_chained(v: &mut Values<'_, '_>, mut row: AuditRow) {
+    let (id, prev, hash) = (
+        row.id,
+        std::mem::take(&mut row.prev_hash),
+        std::mem::take(&mut row.hash),
+    );
+    bind_entry(v, row);
+    v.add(id).add(prev).add(hash);
 }
 
 /// Rows in order, optionally only those at or after `since` (ms) or of one session.
@@ -313,4 +359,25 @@ pub async fn verify(conn: &mut AnyConnection) -> anyhow::Result<Result<Verified,
         rows: rows.len(),
         head,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chained_rows_go_in_few_statements_of_fixed_sizes() {
+        assert_eq!(chunk_sizes(0), Vec::<usize>::new());
+        assert_eq!(chunk_sizes(1), [1]);
+        assert_eq!(chunk_sizes(45), [32, 8, 4, 1]);
+        assert_eq!(chunk_sizes(500), [64, 64, 64, 64, 64, 64, 64, 32, 16, 4]);
+        assert_eq!(
+            chained_insert(2),
+            format!(
+                "INSERT INTO audit_log ({CHAINED_COLUMNS}) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12), \
+                 ($13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
+            )
+        );
+    }
 }

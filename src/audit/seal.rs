@@ -82,6 +82,7 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
     };
     staged.sort_unstable_by_key(|row| row.id);
     let count = staged.len() as u64;
+    let mut chained = Vec::with_capacity(staged.len());
     for row in staged {
         id += 1;
         let mut row = AuditRow {
@@ -99,9 +100,10 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
             hash: Vec::new(),
         };
         row.hash = row.compute_hash(&row.prev_hash);
-        super::insert(&mut tx, &row).await?;
-        prev = row.hash;
+        prev = row.hash.clone();
+        chained.push(row);
     }
+    super::insert_chained(&mut tx, chained).await?;
     tx.commit().await?;
     Ok(count)
 }

@@ -16,6 +16,7 @@ pub mod integrity;
 mod memo;
 mod pg_write;
 mod postgres;
+mod script;
 mod sqlite;
 pub mod stats;
 mod types;
@@ -33,6 +34,7 @@ use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
+pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;
 pub use self::writer::Memo;

@@ -15,7 +15,7 @@ use sqlx::AnyConnection;
 use tokio::sync::watch;
 
 use crate::clock;
-use crate::db::{Dialect, WriteTx};
+use crate::db::{Dialect, Script, WriteTx};
 use crate::ids::SessionId;
 
 /// A stored event.
@@ -36,21 +36,35 @@ pub async fn record(
     session: &SessionId,
     kind: &'static str,
     payload: &Value,
-) -> sqlx::Result<i64> {
+) -> sqlx::Result<()> {
+    let mut script = Script::new(Dialect::of(tx));
+    record_into(tx, &mut script, session, kind, payload).await?;
+    script.run(tx).await
+}
+
+/// [`record`] as one of the writes of `script`, sent with the others.
+pub async fn record_into<'q>(
+    tx: &mut WriteTx,
+    script: &mut Script<'q>,
+    session: &'q SessionId,
+    kind: &'static str,
+    payload: &Value,
+) -> sqlx::Result<()> {
     // Ids grow in commit order within the session (PostgreSQL: the
     // session's lock is held to the commit), so a replay never skips one.
     tx.lock(crate::db::Lock::Session(session.as_str())).await?;
-    let id = sqlx::query_scalar(
-        "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
-    )
-    .bind(session)
-    .bind(kind)
-    .bind(payload.to_string())
-    .bind(clock::now_ms())
-    .fetch_one(&mut **tx)
-    .await?;
+    script.push(
+        "event",
+        "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4)",
+        |v| {
+            v.add(session)
+                .add(kind)
+                .add(payload.to_string())
+                .add(clock::now_ms());
+        },
+    );
     tx.notify_after_commit(session.as_str());
-    Ok(id)
+    Ok(())
 }
 
 /// The session's events after `after`, oldest first, at most `limit`.

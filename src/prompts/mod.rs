@@ -9,6 +9,7 @@ use serde::Serialize;
 use sqlx::AnyConnection;
 
 use crate::clock;
+use crate::db::Script;
 use crate::ids::SessionId;
 use crate::widgets::WidgetId;
 
@@ -33,25 +34,22 @@ pub struct Prompt {
     pub created_at: i64,
 }
 
-/// Queues the prompt of `widget` in the caller's transaction. The unique key
-/// on the widget makes a second queueing impossible. Watchers hear of it by
-/// the event the caller writes with it.
-pub async fn queue(
-    conn: &mut AnyConnection,
-    session: &SessionId,
-    widget: &WidgetId,
-    text: &str,
-) -> sqlx::Result<()> {
-    sqlx::query(
+/// Queues the prompt of `widget` as one of the caller's writes
+/// (`db::Script`). The unique key on the widget makes a second queueing
+/// impossible. Watchers hear of it by the event the caller writes with it.
+pub fn queue_into<'q>(
+    script: &mut Script<'q>,
+    session: &'q SessionId,
+    widget: &'q WidgetId,
+    text: &'q str,
+) {
+    script.push(
+        "prompt",
         "INSERT INTO prompts (session_id, widget_id, text, created_at) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(session)
-    .bind(widget)
-    .bind(text)
-    .bind(clock::now_ms())
-    .execute(conn)
-    .await?;
-    Ok(())
+        |v| {
+            v.add(session).add(widget).add(text).add(clock::now_ms());
+        },
+    );
 }
 
 /// Queues the prompt of a person's reply (transcript message `message`) in

@@ -15,7 +15,7 @@ use super::notices::notify;
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store, typed};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::db::WriteTx;
+use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
@@ -306,9 +306,18 @@ pub(super) async fn after_resolution(
         .as_str()
         .filter(|_| to == WidgetStatus::Dismissed);
     let text = typed::with_note(text, note);
-    prompts::queue(tx, &widget.session_id, &widget.id, &text).await?;
+    // The prompt, event and audit row: one statement (`db::Script`).
+    let mut script = Script::new(Dialect::of(tx));
+    prompts::queue_into(&mut script, &widget.session_id, &widget.id, &text);
     let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
-    events::record(tx, &widget.session_id, "widget:resolved", &resolved).await?;
+    events::record_into(
+        tx,
+        &mut script,
+        &widget.session_id,
+        "widget:resolved",
+        &resolved,
+    )
+    .await?;
     let action = match to {
         WidgetStatus::Submitted => "widget.submit",
         WidgetStatus::Dismissed => "widget.dismiss",
@@ -332,7 +341,8 @@ pub(super) async fn after_resolution(
             (None, None) => None,
         },
     };
-    audit::append(tx, cause.actor, cause.client, entry).await?;
+    audit::append_into(tx, &mut script, cause.actor, cause.client, entry).await?;
+    script.run(tx).await?;
     notify(tx, state, widget, loaded, "widget.resolved", to).await?;
     Ok(())
 }

@@ -1,0 +1,249 @@
+//! Several writes of one transaction sent as one statement: on SQLite a
+//! statement list (one hop to sqlx's worker thread instead of one per
+//! write), on PostgreSQL one statement whose earlier writes are
+//! data-modifying CTEs (one round trip instead of one per write).
+//!
+//! Each write is added with placeholders counted from its own first value
+//! (`$1`, `$2`, …); the script renumbers them as it appends, so a module
+//! spells its statement as it would alone. Work that must follow the
+//! writes (a memo that remembers what was written) is added as a step run
+//! only once they succeeded.
+
+use sqlx::any::AnyArguments;
+use sqlx::error::BoxDynError;
+use sqlx::{AnyConnection, Arguments};
+
+use super::{Dialect, WriteTx};
+
+/// Runs after the script's writes succeeded, in the same transaction.
+type Then = Box<dyn FnOnce(&mut WriteTx) + Send>;
+
+/// Writes gathered to be sent as one statement.
+pub struct Script<'q> {
+    dialect: Dialect,
+    /// `(name, statement)`: on PostgreSQL every one but the last becomes
+    /// `name AS (statement)`, so a later one may read an earlier one's
+    /// `RETURNING`.
+    writes: Vec<(&'static str, String)>,
+    args: AnyArguments<'q>,
+    /// The first value that could not be encoded.
+    failed: Option<BoxDynError>,
+    then: Vec<Then>,
+}
+
+/// The values of one write, in the order of its placeholders.
+pub struct Values<'a, 'q>(&'a mut Script<'q>);
+
+impl<'q> Values<'_, 'q> {
+    /// Binds the next placeholder.
+    pub fn add<T>(&mut self, value: T) -> &mut Self
+    where
+        T: 'q + sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        if let Err(e) = self.0.args.add(value)
+            && self.0.failed.is_none()
+        {
+            self.0.failed = Some(e);
+        }
+        self
+    }
+}
+
+impl<'q> Script<'q> {
+    pub fn new(dialect: Dialect) -> Self {
+        Self {
+            dialect,
+            writes: Vec::new(),
+            args: AnyArguments::default(),
+            failed: None,
+            then: Vec::new(),
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Adds a write: `sql`'s placeholders count from 1 and `bind` gives
+    /// their values in order. `name` names its `RETURNING` for the writes
+    /// after it (PostgreSQL only).
+    pub fn push(
+        &mut self,
+        name: &'static str,
+        sql: &str,
+        bind: impl FnOnce(&mut Values<'_, 'q>),
+    ) -> &mut Self {
+        let offset = self.args.len();
+        bind(&mut Values(self));
+        debug_assert_eq!(
+            highest_placeholder(sql),
+            self.args.len() - offset,
+            "every placeholder of {sql:?} gets one value"
+        );
+        self.writes.push((name, renumber(sql, offset)));
+        self
+    }
+
+    /// Adds a step run once the writes succeeded.
+    pub fn then(&mut self, step: impl FnOnce(&mut WriteTx) + Send + 'static) -> &mut Self {
+        self.then.push(Box::new(step));
+        self
+    }
+
+    /// The one statement.
+    fn statement(&self) -> String {
+        match self.dialect {
+            Dialect::Sqlite => self
+                .writes
+                .iter()
+                .map(|(_, sql)| sql.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            Dialect::Postgres => {
+                let (last, earlier) = self.writes.split_last().expect("a script writes");
+                let ctes: Vec<String> = earlier
+                    .iter()
+                    .map(|(name, sql)| format!("{name} AS ({sql})"))
+                    .collect();
+                if ctes.is_empty() {
+                    last.1.clone()
+                } else {
+                    format!("WITH {} {}", ctes.join(", "), last.1)
+                }
+            }
+        }
+    }
+
+    /// Sends the writes in `tx`, then runs the steps added with
+    /// [`Script::then`].
+    pub async fn run(mut self, tx: &mut WriteTx) -> sqlx::Result<()> {
+        let then = std::mem::take(&mut self.then);
+        self.run_on(tx).await?;
+        for step in then {
+            step(tx);
+        }
+        Ok(())
+    }
+
+    /// Sends the writes on `conn`, a script without steps to follow.
+    pub async fn run_on(self, conn: &mut AnyConnection) -> sqlx::Result<()> {
+        debug_assert!(self.then.is_empty(), "steps need a WriteTx");
+        if let Some(e) = self.failed {
+            return Err(sqlx::Error::Encode(e));
+        }
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        let sql = self.statement();
+        sqlx::query_with(&sql, self.args).execute(conn).await?;
+        Ok(())
+    }
+}
+
+/// `sql` with every placeholder `$n` outside quotes made `$(n + offset)`.
+fn renumber(sql: &str, offset: usize) -> String {
+    if offset == 0 {
+        return sql.to_owned();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut quoted = false;
+    let mut chars = sql.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        out.push(c);
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        if c != '$' || quoted {
+            continue;
+        }
+        let start = i + 1;
+        let mut end = start;
+        while let Some(&(j, d)) = chars.peek() {
+            if !d.is_ascii_digit() {
+                break;
+            }
+            end = j + 1;
+            chars.next();
+        }
+        if end > start {
+            let n: usize = sql[start..end].parse().expect("digits");
+            out.push_str(&(n + offset).to_string());
+        }
+    }
+    out
+}
+
+/// The highest placeholder number in `sql` outside quotes (0 if none).
+fn highest_placeholder(sql: &str) -> usize {
+    let mut highest = 0;
+    let mut quoted = false;
+    let bytes = sql.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' => quoted = !quoted,
+            b'$' if !quoted => {
+                let digits = bytes[i + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits > 0 {
+                    let n: usize = sql[i + 1..i + 1 + digits].parse().expect("digits");
+                    highest = highest.max(n);
+                }
+                i += digits;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    highest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_outside_quotes_are_renumbered() {
+        let sql = "INSERT INTO t (a, b, c) VALUES ($1, '$1 and $.x', $12) RETURNING $2";
+        assert_eq!(
+            renumber(sql, 10),
+            "INSERT INTO t (a, b, c) VALUES ($11, '$1 and $.x', $22) RETURNING $12"
+        );
+        assert_eq!(renumber(sql, 0), sql);
+        assert_eq!(highest_placeholder(sql), 12);
+        assert_eq!(highest_placeholder("SELECT '$7'"), 0);
+    }
+
+    #[test]
+    fn postgres_writes_before_the_last_become_ctes() {
+        let mut script = Script::new(Dialect::Postgres);
+        script.push("w", "INSERT INTO a VALUES ($1) RETURNING id", |v| {
+            v.add(1_i64);
+        });
+        script.push("m", "INSERT INTO b SELECT id, $1 FROM w", |v| {
+            v.add("x");
+        });
+        script.push("e", "INSERT INTO c VALUES ($1, $2)", |v| {
+            v.add(2_i64).add(3_i64);
+        });
+        assert_eq!(
+            script.statement(),
+            "WITH w AS (INSERT INTO a VALUES ($1) RETURNING id), \
+             m AS (INSERT INTO b SELECT id, $2 FROM w) INSERT INTO c VALUES ($3, $4)"
+        );
+        assert_eq!(script.args.len(), 4);
+        let mut sqlite = Script::new(Dialect::Sqlite);
+        sqlite.push("w", "INSERT INTO a VALUES ($1)", |v| {
+            v.add(1_i64);
+        });
+        sqlite.push("e", "INSERT INTO c VALUES ($1, $2)", |v| {
+            v.add(2_i64).add(3_i64);
+        });
+        assert_eq!(
+            sqlite.statement(),
+            "INSERT INTO a VALUES ($1); INSERT INTO c VALUES ($2, $3)"
+        );
+    }
+}
