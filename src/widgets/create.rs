@@ -14,10 +14,10 @@ use super::life::Life;
 use super::notices::notify;
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
-use crate::db::WriteTx;
+use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::sessions::{self, Session};
+use crate::sessions::Session;
 use crate::{Core, clock, events};
 
 /// Most widgets one session may have waiting at once.
@@ -60,7 +60,10 @@ pub async fn create_living<R: Request>(
     // in between (PostgreSQL; SQLite's writer is alone anyway).
     let first = crate::db::Lock::Session(session_id.as_str());
     let mut tx = state.db.begin_write_locking(first).await?;
-    let session = live(sessions::get_session(&mut tx, session_id).await?)?;
+    let (session, pending) = store::session_and_pending(&mut tx, session_id)
+        .await?
+        .ok_or(AppError::NotFound("session"))?;
+    let session = live(session)?;
     let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
     let stored = serde_json::to_string(&params).expect("params serialize");
     let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
@@ -68,13 +71,17 @@ pub async fn create_living<R: Request>(
     if let Some(ms) = life.expires_in_ms {
         widget.expires_at = widget.created_at.saturating_add(ms);
     }
+    // Counted with the session; a replaced widget leaves the count.
+    let mut pending = Some(pending);
     if let Some(old) = &life.replaces {
         let replaced = super::life::replace(&mut tx, state, &session.id, old, &widget.id, &cause);
         if let Err(err) = replaced.await {
             return Err(refused_once_settled(tx, err).await);
         }
+        pending = None;
     }
-    insert_widget(&mut tx, state, &widget, &Stored::<R::Kind>(params), &cause).await?;
+    let loaded = Stored::<R::Kind>(params);
+    insert_widget(&mut tx, state, &widget, &loaded, pending, &cause).await?;
     tx.commit().await?;
     state.hub.publish(&session.id);
     Ok(Created {
@@ -107,9 +114,17 @@ fn new_row(
 }
 
 /// `409 too_many_pending` when the session already has the most widgets
-/// waiting that a person can be asked to face.
-async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppResult<()> {
-    let pending = store::pending_count(tx, session).await?;
+/// waiting that a person can be asked to face: `pending` as read with the
+/// session, else counted now.
+async fn check_pending_cap(
+    tx: &mut AnyConnection,
+    session: &SessionId,
+    pending: Option<i64>,
+) -> AppResult<()> {
+    let pending = match pending {
+        Some(pending) => pending,
+        None => store::pending_count(tx, session).await?,
+    };
     if pending >= MAX_PENDING_PER_SESSION {
         return Err(AppError::Conflict {
             code: "too_many_pending",
@@ -123,28 +138,38 @@ async fn check_pending_cap(tx: &mut AnyConnection, session: &SessionId) -> AppRe
 }
 
 /// Writes a new widget with its transcript message, `widget:created` event
-/// and audit row; a widget born terminal also gets its prompt at once.
+/// and audit row, sent as one statement (`db::Script`); a widget born
+/// terminal also gets its prompt at once.
 async fn insert_widget(
     tx: &mut WriteTx,
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
+    pending: Option<i64>,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
     if let Actor::Agent(session) = cause.actor {
         crate::limits::take_agent(tx, session).await?;
     }
     if widget.status == WidgetStatus::Pending {
-        check_pending_cap(tx, &widget.session_id).await?;
+        check_pending_cap(tx, &widget.session_id, pending).await?;
     }
-    store::insert(tx, widget).await?;
     let mut created =
         json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
     let names = loaded.env_names();
     if let Some(names) = &names {
         created["names"] = json!(names);
     }
-    events::record(tx, &widget.session_id, "widget:created", &created).await?;
+    let mut script = Script::new(Dialect::of(tx));
+    store::insert_into(&mut script, widget);
+    events::record_into(
+        tx,
+        &mut script,
+        &widget.session_id,
+        "widget:created",
+        &created,
+    )
+    .await?;
     let entry = Entry {
         action: "widget.create",
         session: Some(&widget.session_id),
@@ -153,7 +178,8 @@ async fn insert_widget(
         detail: Some(format!("kind={}", widget.kind)),
         ..Default::default()
     };
-    audit::append(tx, cause.actor, cause.client, entry).await?;
+    audit::append_into(tx, &mut script, cause.actor, cause.client, entry).await?;
+    script.run(tx).await?;
     if widget.status == WidgetStatus::Pending {
         let pending = WidgetStatus::Pending;
         notify(tx, state, widget, loaded, "widget.created", pending).await?;

@@ -4,8 +4,9 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::{WidgetId, WidgetStatus};
-use crate::db::Dialect;
+use crate::db::{Dialect, Script};
 use crate::ids::{SessionId, UserId};
+use crate::sessions::Session;
 
 /// A widget row.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -24,41 +25,69 @@ pub struct WidgetRow {
 
 const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
-/// Inserts a widget and its transcript message in one round trip: on
-/// SQLite one statement list (one hop to its worker thread; `$N` names the
-/// same argument in both), on PostgreSQL, which prepares one statement at
-/// a time, one statement whose first part inserts the widget. The caller
-/// holds the session's lock (`create_living`), so the line takes its place
-/// in the session's order.
-pub(super) async fn insert(conn: &mut AnyConnection, w: &WidgetRow) -> sqlx::Result<()> {
-    const MESSAGE: &str = "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
-                           VALUES ($2, 'widget', 'agent', $1, $7)";
+/// Adds a widget and its transcript message to `script`, the caller's
+/// writes sent as one statement (`db::Script`). On PostgreSQL the message
+/// reads the widget's id from the widget's `RETURNING`, so its foreign key
+/// sees the widget. The caller holds the session's lock (`create_living`),
+/// so the line takes its place in the session's order.
+pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
     let widget =
         format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
-    let sql = match Dialect::of(conn) {
-        Dialect::Sqlite => format!("{widget}; {MESSAGE}"),
-        // The message's foreign key needs the widget: a data-modifying
-        // CTE runs first and is seen by the outer statement's checks.
-        Dialect::Postgres => format!(
-            "WITH w AS ({widget} RETURNING id) \
-             INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
-             SELECT $2, 'widget', 'agent', w.id, $7 FROM w"
-        ),
+    let postgres = script.dialect() == Dialect::Postgres;
+    let (widget, message) = if postgres {
+        (
+            format!("{widget} RETURNING id"),
+            "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
+             SELECT $1, 'widget', 'agent', w.id, $2 FROM w",
+        )
+    } else {
+        (
+            widget,
+            "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
+             SELECT $1, 'widget', 'agent', $3, $2",
+        )
     };
-    sqlx::query(&sql)
-        .bind(&w.id)
-        .bind(&w.session_id)
-        .bind(&w.kind)
-        .bind(&w.params)
-        .bind(w.status)
-        .bind(&w.result)
-        .bind(w.created_at)
-        .bind(w.expires_at)
-        .bind(w.resolved_at)
-        .bind(&w.resolved_by)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+    script.push("w", &widget, |v| {
+        v.add(&w.id)
+            .add(&w.session_id)
+            .add(&w.kind)
+            .add(&w.params)
+            .add(w.status)
+            .add(&w.result)
+            .add(w.created_at)
+            .add(w.expires_at)
+            .add(w.resolved_at)
+            .add(&w.resolved_by);
+    });
+    script.push("m", message, |v| {
+        v.add(&w.session_id).add(w.created_at);
+        if !postgres {
+            v.add(&w.id);
+        }
+    });
+}
+
+/// A session's row and how many of its widgets are pending, read together
+/// (a creation needs both); `None` for an unknown session.
+pub(super) async fn session_and_pending(
+    conn: &mut AnyConnection,
+    id: &SessionId,
+) -> sqlx::Result<Option<(Session, i64)>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        session: Session,
+        pending: i64,
+    }
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT id, creator_id, title, created_at, archived_at, others_can, \
+         (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending \
+         FROM sessions s WHERE s.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.session, r.pending)))
 }
 
 pub(super) async fn find(
