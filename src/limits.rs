@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::clock;
-use crate::db::{Dialect, WriteTx};
+use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 
@@ -53,6 +53,10 @@ pub fn name_key(name: &str) -> String {
 pub fn address_key(address: Option<&str>) -> String {
     format!("ip:{}", address.unwrap_or("-"))
 }
+
+/// Stores a bucket's level as decided by the caller.
+const WRITE_BUCKET: &str = "INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at";
 
 /// Takes one attempt from every bucket in `keys`, inside the caller's write
 /// transaction; `Ok(Err(wait))` and nothing taken if any is empty.
@@ -101,15 +105,12 @@ async fn take_at(
         levels.push(level);
     }
     for ((key, _), level) in keys.iter().zip(levels) {
-        sqlx::query(
-            "INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at",
-        )
-        .bind(key)
-        .bind(level - 1.0)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+        sqlx::query(WRITE_BUCKET)
+            .bind(key)
+            .bind(level - 1.0)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
         if let Some(memo) = tx.memo() {
             memo.set_bucket(key, Some((level - 1.0, now)));
         }
@@ -177,6 +178,46 @@ pub async fn take_agent(tx: &mut WriteTx, session: &SessionId) -> AppResult<()> 
     take(tx, &[(key, PER_AGENT)])
         .await?
         .map_err(|wait| AppError::RateLimited(wait.as_secs()))
+}
+
+/// [`take_agent`] with the bucket's write among `script`'s writes when the
+/// SQLite writer remembers the bucket: decided in memory, written with the
+/// rest (one hop fewer). The memo moves at once; if the request then fails,
+/// its savepoint is undone and the memo forgets the bucket with it.
+/// Otherwise (PostgreSQL, or a bucket not remembered) taken at once.
+pub async fn take_agent_into(
+    tx: &mut WriteTx,
+    script: &mut Script<'_>,
+    session: &SessionId,
+) -> AppResult<()> {
+    let key = format!("agent:{session}");
+    take_into_at(tx, script, key, PER_AGENT, clock::now_ms())
+        .await?
+        .map_err(|wait| AppError::RateLimited(wait.as_secs()))
+}
+
+/// [`take_agent_into`] for any one bucket, as of `now`.
+async fn take_into_at(
+    tx: &mut WriteTx,
+    script: &mut Script<'_>,
+    key: String,
+    bucket: Bucket,
+    now: i64,
+) -> sqlx::Result<Result<(), Duration>> {
+    let Some(row) = tx.memo().and_then(|memo| memo.bucket(&key)) else {
+        return take_one(tx, &key, bucket, now).await;
+    };
+    let level = level_at(bucket, Some(row), now);
+    if level < 1.0 {
+        return Ok(Err(wait_for(bucket, level)));
+    }
+    if let Some(memo) = tx.memo() {
+        memo.set_bucket(&key, Some((level - 1.0, now)));
+    }
+    script.push("bucket", WRITE_BUCKET, |v| {
+        v.add(key).add(level - 1.0).add(now);
+    });
+    Ok(Ok(()))
 }
 
 /// Deletes buckets idle for an hour (full again by then); returns how many.
@@ -279,6 +320,48 @@ mod tests {
             passed += usize::from(agent(NOW + 3_600_000).await.is_ok());
         }
         assert_eq!(passed, 30);
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_bucket_the_writer_remembers_is_written_with_the_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("limits.db")).await.unwrap();
+        db.migrate().await.unwrap();
+        let stored = || async {
+            sqlx::query_scalar::<_, f64>("SELECT tokens FROM rate_limits WHERE key = 'agent:s'")
+                .fetch_one(&db.read)
+                .await
+                .unwrap()
+        };
+        // `keep`: run the script and commit, or drop the transaction.
+        let agent = |keep: bool| {
+            let db = &db;
+            async move {
+                let mut tx = db.begin_write().await.unwrap();
+                let mut script = Script::new(Dialect::Sqlite);
+                let key = "agent:s".to_owned();
+                let outcome = take_into_at(&mut tx, &mut script, key, PER_AGENT, NOW)
+                    .await
+                    .unwrap();
+                if keep {
+                    script.run(&mut tx).await.unwrap();
+                    tx.commit().await.unwrap();
+                }
+                outcome
+            }
+        };
+        // The first take is not remembered yet: taken at once.
+        assert!(agent(true).await.is_ok());
+        assert_eq!(stored().await, 29.0);
+        // Remembered from here on: written only by the script.
+        assert!(agent(false).await.is_ok());
+        assert_eq!(stored().await, 29.0, "a dropped take wrote nothing");
+        for left in (0..29).rev() {
+            assert!(agent(true).await.is_ok());
+            assert_eq!(stored().await, f64::from(left));
+        }
+        assert_eq!(agent(true).await.unwrap_err(), Duration::from_secs(2));
         db.close().await;
     }
 }

@@ -138,8 +138,9 @@ async fn check_pending_cap(
 }
 
 /// Writes a new widget with its transcript message, `widget:created` event
-/// and audit row, sent as one statement (`db::Script`); a widget born
-/// terminal also gets its prompt at once.
+/// and audit row (and on SQLite the agent's rate bucket), sent as one
+/// statement (`db::Script`); a widget born terminal also gets its prompt at
+/// once.
 async fn insert_widget(
     tx: &mut WriteTx,
     state: &Core,
@@ -148,8 +149,9 @@ async fn insert_widget(
     pending: Option<i64>,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
+    let mut script = Script::new(Dialect::of(tx));
     if let Actor::Agent(session) = cause.actor {
-        crate::limits::take_agent(tx, session).await?;
+        crate::limits::take_agent_into(tx, &mut script, session).await?;
     }
     if widget.status == WidgetStatus::Pending {
         check_pending_cap(tx, &widget.session_id, pending).await?;
@@ -160,7 +162,6 @@ async fn insert_widget(
     if let Some(names) = &names {
         created["names"] = json!(names);
     }
-    let mut script = Script::new(Dialect::of(tx));
     store::insert_into(&mut script, widget);
     events::record_into(
         tx,
