@@ -68,7 +68,9 @@ pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
 }
 
 /// A session's row and how many of its widgets are pending, read together
-/// (a creation needs both); `None` for an unknown session.
+/// (a creation needs both); `None` for an unknown session. The count is
+/// on `$1`, not the outer row, so PostgreSQL runs it once, through
+/// `widgets_pending_by_session`.
 pub(super) async fn session_and_pending(
     conn: &mut AnyConnection,
     id: &SessionId,
@@ -81,7 +83,7 @@ pub(super) async fn session_and_pending(
     }
     let row: Option<Row> = sqlx::query_as(
         "SELECT id, creator_id, title, created_at, archived_at, others_can, \
-         (SELECT count(*) FROM widgets w WHERE w.session_id = s.id AND w.status = 'pending') AS pending \
+         (SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending') AS pending \
          FROM sessions s WHERE s.id = $1",
     )
     .bind(id)
