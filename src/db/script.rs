@@ -75,12 +75,13 @@ impl<'q> Script<'q> {
     ) -> &mut Self {
         let offset = self.args.len();
         bind(&mut Values(self));
+        let (sql, highest) = renumber(sql, offset);
         debug_assert_eq!(
-            highest_placeholder(sql),
+            highest,
             self.args.len() - offset,
             "every placeholder of {sql:?} gets one value"
         );
-        self.writes.push((name, renumber(sql, offset)));
+        self.writes.push((name, sql));
         self
     }
 
@@ -140,64 +141,31 @@ impl<'q> Script<'q> {
     }
 }
 
-/// `sql` with every placeholder `$n` outside quotes made `$(n + offset)`.
-fn renumber(sql: &str, offset: usize) -> String {
-    if offset == 0 {
-        return sql.to_owned();
-    }
+/// `sql` with every placeholder `$n` outside quotes made `$(n + offset)`,
+/// and the highest `n` it had (0 if none).
+fn renumber(sql: &str, offset: usize) -> (String, usize) {
     let mut out = String::with_capacity(sql.len() + 8);
+    let mut highest = 0;
     let mut quoted = false;
-    let mut chars = sql.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    let mut rest = sql;
+    while let Some(c) = rest.chars().next() {
         out.push(c);
+        rest = &rest[c.len_utf8()..];
         if c == '\'' {
             quoted = !quoted;
         }
         if c != '$' || quoted {
             continue;
         }
-        let start = i + 1;
-        let mut end = start;
-        while let Some(&(j, d)) = chars.peek() {
-            if !d.is_ascii_digit() {
-                break;
-            }
-            end = j + 1;
-            chars.next();
-        }
-        if end > start {
-            let n: usize = sql[start..end].parse().expect("digits");
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            let n: usize = rest[..digits].parse().expect("digits");
+            highest = highest.max(n);
             out.push_str(&(n + offset).to_string());
+            rest = &rest[digits..];
         }
     }
-    out
-}
-
-/// The highest placeholder number in `sql` outside quotes (0 if none).
-fn highest_placeholder(sql: &str) -> usize {
-    let mut highest = 0;
-    let mut quoted = false;
-    let bytes = sql.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\'' => quoted = !quoted,
-            b'$' if !quoted => {
-                let digits = bytes[i + 1..]
-                    .iter()
-                    .take_while(|b| b.is_ascii_digit())
-                    .count();
-                if digits > 0 {
-                    let n: usize = sql[i + 1..i + 1 + digits].parse().expect("digits");
-                    highest = highest.max(n);
-                }
-                i += digits;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    highest
+    (out, highest)
 }
 
 #[cfg(test)]
@@ -209,11 +177,16 @@ mod tests {
         let sql = "INSERT INTO t (a, b, c) VALUES ($1, '$1 and $.x', $12) RETURNING $2";
         assert_eq!(
             renumber(sql, 10),
-            "INSERT INTO t (a, b, c) VALUES ($11, '$1 and $.x', $22) RETURNING $12"
+            (
+                "INSERT INTO t (a, b, c) VALUES ($11, '$1 and $.x', $22) RETURNING $12".to_owned(),
+                12
+            )
         );
-        assert_eq!(renumber(sql, 0), sql);
-        assert_eq!(highest_placeholder(sql), 12);
-        assert_eq!(highest_placeholder("SELECT '$7'"), 0);
+        assert_eq!(renumber(sql, 0), (sql.to_owned(), 12));
+        assert_eq!(
+            renumber("SELECT '$7', 'é' || $1", 1),
+            ("SELECT '$7', 'é' || $2".to_owned(), 1)
+        );
     }
 
     #[test]

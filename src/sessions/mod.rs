@@ -46,6 +46,9 @@ impl Sharing {
     }
 }
 
+/// The columns a [`Session`] is read from.
+pub const COLUMNS: &str = "id, creator_id, title, created_at, archived_at, others_can";
+
 /// A session as stored.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct Session {

@@ -39,9 +39,10 @@ pub(super) async fn find_session(
     conn: &mut AnyConnection,
     id: &SessionId,
 ) -> sqlx::Result<Option<Session>> {
-    sqlx::query_as(
-        "SELECT id, creator_id, title, created_at, archived_at, others_can FROM sessions WHERE id = $1",
-    )
+    sqlx::query_as(&format!(
+        "SELECT {} FROM sessions WHERE id = $1",
+        super::COLUMNS
+    ))
     .bind(id)
     .fetch_optional(conn)
     .await

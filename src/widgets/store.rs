@@ -67,10 +67,14 @@ pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
     });
 }
 
+/// How many widgets of session `$1` are pending, through
+/// `widgets_pending_by_session`.
+const PENDING_COUNT: &str =
+    "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'";
+
 /// A session's row and how many of its widgets are pending, read together
 /// (a creation needs both); `None` for an unknown session. The count is
-/// on `$1`, not the outer row, so PostgreSQL runs it once, through
-/// `widgets_pending_by_session`.
+/// on `$1`, not the outer row, so PostgreSQL runs it once.
 pub(super) async fn session_and_pending(
     conn: &mut AnyConnection,
     id: &SessionId,
@@ -81,11 +85,10 @@ pub(super) async fn session_and_pending(
         session: Session,
         pending: i64,
     }
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT id, creator_id, title, created_at, archived_at, others_can, \
-         (SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending') AS pending \
-         FROM sessions s WHERE s.id = $1",
-    )
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {}, ({PENDING_COUNT}) AS pending FROM sessions WHERE id = $1",
+        crate::sessions::COLUMNS
+    ))
     .bind(id)
     .fetch_optional(conn)
     .await?;
@@ -172,7 +175,7 @@ pub(super) async fn pending_count(
     conn: &mut AnyConnection,
     session: &SessionId,
 ) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'")
+    sqlx::query_scalar(PENDING_COUNT)
         .bind(session)
         .fetch_one(conn)
         .await
