@@ -91,8 +91,7 @@ pub async fn set_value(
         &row_aad(owner, session, name.as_str(), key.id),
         value.expose().as_bytes(),
     );
-    store::delete(conn, owner, session, name.as_str()).await?;
-    store::insert(
+    store::put(
         conn,
         &NewValue {
             owner,

@@ -46,13 +46,23 @@ pub(super) async fn delete(
     Ok(done.rows_affected() > 0)
 }
 
-pub(super) async fn insert(conn: &mut AnyConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
-    sqlx::query(
+/// Stores `v`, replacing the value at the same place (owner, scope,
+/// session, name) in the same statement: an upsert on the unique index of
+/// its scope.
+pub(super) async fn put(conn: &mut AnyConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
+    let (scope, place) = match v.session {
+        Some(_) => ("session", "owner_id, session_id, name"),
+        None => ("global", "owner_id, name"),
+    };
+    sqlx::query(&format!(
         "INSERT INTO env_vars (owner_id, scope, session_id, name, key_id, nonce, ciphertext, updated_at, updated_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT ({place}) WHERE scope = '{scope}' DO UPDATE SET
+            key_id = excluded.key_id, nonce = excluded.nonce, ciphertext = excluded.ciphertext,
+            updated_at = excluded.updated_at, updated_by = excluded.updated_by"
+    ))
     .bind(v.owner)
-    .bind(if v.session.is_some() { "session" } else { "global" })
+    .bind(scope)
     .bind(v.session)
     .bind(v.name)
     .bind(v.key_id)

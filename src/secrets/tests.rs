@@ -143,6 +143,40 @@ async fn a_session_value_overrides_a_global_one_in_its_session_only() {
 }
 
 #[tokio::test]
+async fn setting_a_value_again_replaces_it_at_its_place_under_the_newest_key() {
+    let t = TestDb::new().await;
+    let mut conn = t.conn().await;
+    let keyring = t.keyring(&mut conn).await;
+    keyring.rotate(&mut conn).await.unwrap();
+    let here = Target::Session(t.session.clone());
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g1").await;
+    t.set(&mut conn, &keyring, &here, "TOKEN", "s1").await;
+    keyring.rotate(&mut conn).await.unwrap();
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g2").await;
+    t.set(&mut conn, &keyring, &here, "TOKEN", "s2").await;
+
+    let listed: Vec<_> = list_env_vars(&mut conn, &t.alice.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.scope, i.key_id))
+        .collect();
+    assert_eq!(listed, [("global", 2), ("session", 2)]);
+    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(
+        env_of(&mut conn, &keyring, &t, &t.session).await,
+        [pair("TOKEN", "s2")]
+    );
+    delete_value(&mut conn, &t.alice.id, &here, &name("TOKEN"))
+        .await
+        .unwrap();
+    assert_eq!(
+        env_of(&mut conn, &keyring, &t, &t.session).await,
+        [pair("TOKEN", "g2")]
+    );
+}
+
+#[tokio::test]
 async fn a_ciphertext_moved_to_another_row_does_not_decrypt() {
     let t = TestDb::new().await;
     let mut conn = t.conn().await;
