@@ -45,17 +45,18 @@ pub async fn submit(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     match kind::find(&row.kind) {
-        Some(kind) => kind.submit(state, &row.id, by, body, client).await,
+        Some(kind) => kind.submit(state, row, by, body, client).await,
         None => Err(kind::unsupported(&row.kind, false)),
     }
 }
 
-/// [`submit`] for a widget of kind `K`: the answer is read, then checked
-/// and applied in the transaction that takes the widget out of `pending`.
+/// [`submit`] for a widget of kind `K` (as `seen` before): the answer is
+/// read, then checked and applied in the transaction that takes the widget
+/// out of `pending`.
 #[instrument(skip_all)]
 pub(crate) async fn submit_as<K: Kind>(
     state: &Core,
-    id: &WidgetId,
+    seen: &WidgetRow,
     by: Answerer<'_>,
     body: AnswerBody,
     client: &ClientAddr,
@@ -64,11 +65,14 @@ pub(crate) async fn submit_as<K: Kind>(
         return Err(not_for_agent_client());
     }
     let answer = K::read(body)?;
-    let mut tx = state.db.begin_write().await?;
+    // A widget never moves to another session: the lock its earlier read
+    // names is the one to take, with the transaction's first statement.
+    let lock = crate::db::Lock::Session(seen.session_id.as_str());
+    let mut tx = state.db.begin_write_locking(lock).await?;
     let found = match by {
-        Answerer::Person(user) => answerable(&mut tx, id, user).await,
+        Answerer::Person(user) => answerable(&mut tx, Seen::Row(seen), user).await,
         Answerer::AgentClient(agent) | Answerer::AgentApp(agent) => {
-            answerable_by_agent_client(&mut tx, id, agent).await
+            answerable_by_agent_client(&mut tx, seen, agent).await
         }
     };
     let (widget, session) = match found {
@@ -124,7 +128,7 @@ pub async fn dismiss_widget(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session) = match answerable(&mut tx, id, user).await {
+    let (widget, session) = match answerable(&mut tx, Seen::Id(id), user).await {
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
@@ -158,15 +162,45 @@ fn unreadable(widget: &WidgetRow, err: serde_json::Error) -> AppError {
     ))
 }
 
+/// A widget an answer is for: as read before the transaction, or its id.
+enum Seen<'a> {
+    Row(&'a WidgetRow),
+    Id(&'a WidgetId),
+}
+
+/// The widget and its session, read in one statement under the session's
+/// lock inside `tx` (PostgreSQL; on SQLite the writer is the lock). An
+/// earlier read names the lock (a widget never moves to another session);
+/// without one, the widget is read first to find it.
+async fn locked(tx: &mut WriteTx, seen: Seen<'_>) -> AppResult<(WidgetRow, Session)> {
+    let id = match seen {
+        Seen::Row(row) => {
+            tx.lock(crate::db::Lock::Session(row.session_id.as_str()))
+                .await?;
+            &row.id
+        }
+        Seen::Id(id) => {
+            if Dialect::of(tx) == Dialect::Postgres {
+                let first = super::get_widget(tx, id).await?;
+                tx.lock(crate::db::Lock::Session(first.session_id.as_str()))
+                    .await?;
+            }
+            id
+        }
+    };
+    store::find_with_session(tx, id)
+        .await?
+        .ok_or(AppError::NotFound("widget"))
+}
+
 /// A pending widget of a session `user` may answer, with its session,
 /// inside the caller's transaction.
 async fn answerable(
     tx: &mut WriteTx,
-    id: &WidgetId,
+    seen: Seen<'_>,
     user: &UserId,
 ) -> AppResult<(WidgetRow, Session)> {
-    let widget = super::get_widget_locked(tx, id).await?;
-    let session = sessions::get_session(tx, &widget.session_id).await?;
+    let (widget, session) = locked(tx, seen).await?;
     access::check(tx, Caller::Person(user), &session, Need::Answer)
         .await
         .map_err(|err| match err {
@@ -188,17 +222,17 @@ async fn answerable(
 /// widget is not found.
 async fn answerable_by_agent_client(
     tx: &mut WriteTx,
-    id: &WidgetId,
+    seen: &WidgetRow,
     agent: &SessionId,
 ) -> AppResult<(WidgetRow, Session)> {
-    let widget = super::get_widget_locked(tx, id).await?;
+    let (widget, session) = locked(tx, Seen::Row(seen)).await?;
     if &widget.session_id != agent {
         return Err(AppError::NotFound("widget"));
     }
     if !AGENT_CLIENT_KINDS.contains(&widget.kind.as_str()) {
         return Err(not_for_agent_client());
     }
-    let session = live(sessions::get_session(tx, &widget.session_id).await?)?;
+    let session = live(session)?;
     if widget.status != WidgetStatus::Pending {
         return Err(AppError::WidgetNotPending(widget.status.as_str()));
     }
@@ -255,10 +289,10 @@ async fn finish(
         result: &answer.result,
         by: resolved_by,
     };
-    if let Err(err) = transition(&mut tx, state, widget, loaded, change, &cause).await {
-        return Err(refused_once_settled(tx, err).await);
-    }
-    let view = super::get_widget(&mut tx, &widget.id).await?.into();
+    let view = match transition(&mut tx, state, widget, loaded, change, &cause).await {
+        Ok(row) => row.into(),
+        Err(err) => return Err(refused_once_settled(tx, err).await),
+    };
     tx.commit().await?;
     state.hub.publish(&widget.session_id);
     Ok(view)
@@ -272,8 +306,8 @@ pub(super) struct Change<'a> {
 }
 
 /// Takes `widget` out of `pending` (the guarded update), then writes the
-/// prompt, event and audit row. 409 with the current status if it was not
-/// pending any more.
+/// prompt, event and audit row; the row as the update left it. 409 with
+/// the current status if it was not pending any more.
 pub(super) async fn transition(
     tx: &mut WriteTx,
     state: &Core,
@@ -281,13 +315,16 @@ pub(super) async fn transition(
     loaded: &dyn Loaded,
     change: Change<'_>,
     cause: &Cause<'_>,
-) -> AppResult<()> {
+) -> AppResult<WidgetRow> {
     let now = clock::now_ms();
-    if !store::resolve(tx, &widget.id, change.to, change.result, change.by, now).await? {
+    let Some(resolved) =
+        store::resolve(tx, &widget.id, change.to, change.result, change.by, now).await?
+    else {
         let current = super::get_widget(tx, &widget.id).await?.status;
         return Err(AppError::WidgetNotPending(current.as_str()));
-    }
-    after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await
+    };
+    after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await?;
+    Ok(resolved)
 }
 
 pub(super) async fn after_resolution(
@@ -363,7 +400,8 @@ async fn lapse(
         result: &result,
         by: None,
     };
-    transition(tx, state, widget, &*loaded, change, cause).await
+    transition(tx, state, widget, &*loaded, change, cause).await?;
+    Ok(())
 }
 
 /// Ends a pending widget whose waiting caller stopped waiting (a Claude
@@ -391,7 +429,7 @@ pub async fn expire_unwaited(
             by: None,
         };
         match transition(&mut tx, state, &widget, &*loaded, change, &cause).await {
-            Ok(()) => {
+            Ok(_) => {
                 prompts::ack_widget(&mut tx, &widget.session_id, &widget.id).await?;
                 tx.commit().await?;
                 state.hub.publish(&widget.session_id);

@@ -584,3 +584,36 @@ async fn a_refused_answer_returns_once_the_winning_answer_is_committed() {
         assert_eq!(refused, 1, "round {round}: one answer wins");
     }
 }
+
+#[tokio::test]
+async fn an_answer_reads_the_widget_with_its_session_as_each_reads_alone() {
+    let f = Fixture::new().await;
+    let id = f.question(None).await;
+    let mut conn = f.t.conn().await;
+    let session = f.session();
+    sessions::set_sharing(&mut conn, session, sessions::Sharing::Prompt, &[])
+        .await
+        .unwrap();
+    sessions::mark_archived(&mut conn, session, 1_234)
+        .await
+        .unwrap();
+    let (widget, read) = store::find_with_session(&mut conn, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    let alone = sessions::get_session(&mut conn, session).await.unwrap();
+    assert_eq!(widget.id, id);
+    assert_eq!(
+        serde_json::to_value(&read).unwrap(),
+        serde_json::to_value(&alone).unwrap()
+    );
+    assert_eq!(read.archived_at, Some(1_234));
+    assert_eq!(read.others_can, sessions::Sharing::Prompt);
+    let missing = WidgetId::generate();
+    assert!(
+        store::find_with_session(&mut conn, &missing)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

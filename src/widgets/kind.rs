@@ -22,12 +22,12 @@ use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::card::{Badge, Card};
-use super::{WidgetStatus, WidgetView};
+use super::{WidgetRow, WidgetStatus, WidgetView};
 use crate::Core;
 use crate::api::parse_json;
 use crate::audit::ClientAddr;
 use crate::error::{AppError, AppResult};
-use crate::ids::{SessionId, UserId, WidgetId};
+use crate::ids::{SessionId, UserId};
 use crate::sessions::Session;
 
 /// The validated parameters of a kind.
@@ -338,7 +338,7 @@ pub(crate) trait Registered: Send + Sync {
     fn submit<'a>(
         &'a self,
         state: &'a Core,
-        id: &'a WidgetId,
+        seen: &'a WidgetRow,
         by: Answerer<'a>,
         body: AnswerBody,
         client: &'a ClientAddr,
@@ -369,12 +369,12 @@ impl<K: Kind> Registered for Entry<K> {
     fn submit<'a>(
         &'a self,
         state: &'a Core,
-        id: &'a WidgetId,
+        seen: &'a WidgetRow,
         by: Answerer<'a>,
         body: AnswerBody,
         client: &'a ClientAddr,
     ) -> BoxFuture<'a, AppResult<WidgetView>> {
-        Box::pin(super::engine::submit_as::<K>(state, id, by, body, client))
+        Box::pin(super::engine::submit_as::<K>(state, seen, by, body, client))
     }
 }
 

@@ -124,7 +124,7 @@ pub fn split(args: &mut Map<String, Value>, ttl_ms: i64) -> AppResult<Life> {
 /// result, its prompt written and marked delivered at once (the agent
 /// withdrew it itself; no later turn starts from it). `409
 /// widget_not_pending` when a person answered first: the engine's guarded
-/// transition lets one of them win.
+/// transition lets one of them win. The row as the withdrawal left it.
 pub(super) async fn withdraw(
     tx: &mut WriteTx,
     state: &Core,
@@ -132,7 +132,7 @@ pub(super) async fn withdraw(
     reason: Option<&str>,
     replaced_by: Option<&WidgetId>,
     cause: &Cause<'_>,
-) -> AppResult<()> {
+) -> AppResult<WidgetRow> {
     if widget.status != WidgetStatus::Pending {
         return Err(AppError::WidgetNotPending(widget.status.as_str()));
     }
@@ -150,9 +150,9 @@ pub(super) async fn withdraw(
         result: &result,
         by: None,
     };
-    engine::transition(tx, state, widget, &*loaded, change, cause).await?;
+    let withdrawn = engine::transition(tx, state, widget, &*loaded, change, cause).await?;
     prompts::ack_widget(tx, &widget.session_id, &widget.id).await?;
-    Ok(())
+    Ok(withdrawn)
 }
 
 /// The widget a new one replaces, withdrawn in the new one's transaction:
@@ -170,7 +170,8 @@ pub(super) async fn replace(
     if &widget.session_id != session {
         return Err(AppError::NotFound("widget"));
     }
-    withdraw(tx, state, &widget, reason.as_deref(), Some(new), cause).await
+    withdraw(tx, state, &widget, reason.as_deref(), Some(new), cause).await?;
+    Ok(())
 }
 
 /// The agent of `agent`'s session withdraws its widget `id`, with an
@@ -188,10 +189,10 @@ pub async fn cancel_by_agent(
     if &widget.session_id != agent {
         return Err(AppError::NotFound("widget"));
     }
-    if let Err(err) = withdraw(&mut tx, state, &widget, reason.as_deref(), None, &cause).await {
-        return Err(engine::refused_once_settled(tx, err).await);
-    }
-    let view = get_widget(&mut tx, id).await?.into();
+    let view = match withdraw(&mut tx, state, &widget, reason.as_deref(), None, &cause).await {
+        Ok(row) => row.into(),
+        Err(err) => return Err(engine::refused_once_settled(tx, err).await),
+    };
     tx.commit().await?;
     state.hub.publish(&widget.session_id);
     Ok(view)

@@ -105,7 +105,51 @@ pub(super) async fn find(
         .await
 }
 
-/// The one way out of `pending`: false when the widget was no longer pending.
+/// Widget `id` with its session, in one statement: what an answer checks
+/// before it is applied.
+pub(super) async fn find_with_session(
+    conn: &mut AnyConnection,
+    id: &WidgetId,
+) -> sqlx::Result<Option<(WidgetRow, Session)>> {
+    // The session's columns renamed, as the widget has an `id` and a
+    // `created_at` of its own; the session's id is the widget's `session_id`.
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        widget: WidgetRow,
+        s_creator_id: UserId,
+        s_title: String,
+        s_created_at: i64,
+        s_archived_at: Option<i64>,
+        s_others_can: crate::sessions::Sharing,
+    }
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS}, s_creator_id, s_title, s_created_at, s_archived_at, s_others_can
+         FROM widgets JOIN (
+             SELECT id AS s_id, creator_id AS s_creator_id, title AS s_title,
+                    created_at AS s_created_at, archived_at AS s_archived_at,
+                    others_can AS s_others_can
+             FROM sessions) AS s ON s_id = widgets.session_id
+         WHERE widgets.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| {
+        let session = Session {
+            id: r.widget.session_id.clone(),
+            creator_id: r.s_creator_id,
+            title: r.s_title,
+            created_at: r.s_created_at,
+            archived_at: r.s_archived_at,
+            others_can: r.s_others_can,
+        };
+        (r.widget, session)
+    }))
+}
+
+/// Takes widget `id` out of `pending`: its row as it now stands, or `None`
+/// if it was not pending any more.
 pub(super) async fn resolve(
     conn: &mut AnyConnection,
     id: &WidgetId,
@@ -113,19 +157,18 @@ pub(super) async fn resolve(
     result: &Value,
     by: Option<&UserId>,
     now: i64,
-) -> sqlx::Result<bool> {
-    let done = sqlx::query(
+) -> sqlx::Result<Option<WidgetRow>> {
+    sqlx::query_as(&format!(
         "UPDATE widgets SET status = $1, result = $2, resolved_at = $3, resolved_by = $4
-         WHERE id = $5 AND status = 'pending'",
-    )
+         WHERE id = $5 AND status = 'pending' RETURNING {COLUMNS}"
+    ))
     .bind(to)
     .bind(result.to_string())
     .bind(now)
     .bind(by)
     .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    .fetch_optional(conn)
+    .await
 }
 
 /// Sets the `result` of a widget that stays pending (an approval's votes
