@@ -16,7 +16,8 @@
 //! docs/performance.md. `--daemon PATH` benches that binary (an earlier
 //! commit's, say) instead of building this tree's, so two builds can be
 //! compared one after the other on the same machine; `--only creation`
-//! runs the creation phases alone (and the ceilings they are set against).
+//! runs the creation phases alone, `--only round-trips` the round trips
+//! alone (each with the ceilings they are set against).
 
 mod agents;
 mod creation;
@@ -49,10 +50,14 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let streams = raise_fd_limit(STREAMS);
-    // `--only creation`: the creation phases alone, for comparing builds.
-    let only_creation = args
-        .windows(2)
-        .any(|w| w[0] == "--only" && w[1] == "creation");
+    // `--only creation` or `--only round-trips`: one kind of phase alone,
+    // for comparing builds.
+    let only = match args.windows(2).find(|w| w[0] == "--only") {
+        None => Only::All,
+        Some(w) if w[1] == "creation" => Only::Creation,
+        Some(w) if w[1] == "round-trips" => Only::RoundTrips,
+        Some(w) => anyhow::bail!("--only takes `creation` or `round-trips`, not {:?}", w[1]),
+    };
 
     let bin = match args.iter().position(|a| a == "--daemon") {
         Some(i) => args
@@ -68,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
         Some(server) => Some(postgres::Scratch::create(server).await?),
         None => None,
     };
-    let run = bench(&bin, database.as_ref(), secs, streams, only_creation).await;
+    let run = bench(&bin, database.as_ref(), secs, streams, only).await;
     if let Some(database) = database {
         database.drop_it().await?;
     }
@@ -76,13 +81,22 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every phase, on the data dir's SQLite file or on `database`.
+/// Which phases run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Only {
+    All,
+    Creation,
+    RoundTrips,
+}
+
+/// Every phase (or those `only` names), on the data dir's SQLite file or on
+/// `database`.
 async fn bench(
     bin: &Path,
     database: Option<&postgres::Scratch>,
     secs: f64,
     streams: usize,
-    only_creation: bool,
+    only: Only,
 ) -> anyhow::Result<Map<String, Value>> {
     let url = database.map(|d| d.url.as_str());
     let dir = tempfile::tempdir()?;
@@ -116,7 +130,7 @@ async fn bench(
     let host = token(bin, &data, url)?;
     let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
     let mut trips = Map::new();
-    for c in [1, 8, 64].into_iter().filter(|_| !only_creation) {
+    for c in [1, 8, 64].into_iter().filter(|_| only != Only::Creation) {
         eprintln!("bench: round trips at concurrency {c} ({secs}s)");
         let started = Instant::now();
         let r = load::round_trips(&scene, c, secs).await;
@@ -140,11 +154,13 @@ async fn bench(
     }
     out.insert("round_trips".into(), trips.into());
     let pid = daemon.child.id();
-    out.insert(
-        "creation".into(),
-        creation::run(&scene, pid, secs, url.is_some()).await?,
-    );
-    if url.is_some() {
+    if only != Only::RoundTrips {
+        out.insert(
+            "creation".into(),
+            creation::run(&scene, pid, secs, url.is_some()).await?,
+        );
+    }
+    if url.is_some() && only != Only::RoundTrips {
         eprintln!("bench: creation on two daemons at concurrency 64 ({secs}s)");
         let second = Daemon::start(bin, &data, url).await?;
         let (urls, pids) = (
@@ -156,7 +172,7 @@ async fn bench(
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
 
-    if !only_creation {
+    if only == Only::All {
         agents::run(&scene, pid, secs, &mut out).await?;
 
         eprintln!("bench: holding {streams} event streams");
