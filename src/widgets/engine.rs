@@ -72,17 +72,19 @@ pub(crate) async fn submit_as<K: Kind>(
     let found = match by {
         Answerer::Person(user) => answerable(&mut tx, Seen::Row(seen), user).await,
         Answerer::AgentClient(agent) | Answerer::AgentApp(agent) => {
-            answerable_by_agent_client(&mut tx, seen, agent).await
+            answerable_by_agent_client(&mut tx, seen, agent)
+                .await
+                .map(|(widget, session)| (widget, session, String::new()))
         }
     };
-    let (widget, session) = match found {
+    let (widget, session, person_name) = match found {
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
     let params: K::Params =
         serde_json::from_str(&widget.params).map_err(|e| unreadable(&widget, e))?;
     let (user, name) = match by {
-        Answerer::Person(user) => (user, store::user_name(&mut tx, user).await?),
+        Answerer::Person(user) => (user, person_name),
         Answerer::AgentClient(_) => (&session.creator_id, MCP_CLIENT.to_owned()),
         Answerer::AgentApp(_) => (&session.creator_id, MCP_APP.to_owned()),
     };
@@ -128,7 +130,7 @@ pub async fn dismiss_widget(
     client: &ClientAddr,
 ) -> AppResult<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let (widget, session) = match answerable(&mut tx, Seen::Id(id), user).await {
+    let (widget, session, by) = match answerable(&mut tx, Seen::Id(id), user).await {
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
@@ -140,7 +142,6 @@ pub async fn dismiss_widget(
         let texts = [note.as_str()];
         secrets::refuse_stored_values(&mut tx, &state.keyring, &session.creator_id, &texts).await?;
     }
-    let by = store::user_name(&mut tx, user).await?;
     let mut result = loaded.unanswered();
     result["dismissed_by"] = json!(by);
     if let Some(note) = note {
@@ -168,11 +169,16 @@ enum Seen<'a> {
     Id(&'a WidgetId),
 }
 
-/// The widget and its session, read in one statement under the session's
-/// lock inside `tx` (PostgreSQL; on SQLite the writer is the lock). An
-/// earlier read names the lock (a widget never moves to another session);
-/// without one, the widget is read first to find it.
-async fn locked(tx: &mut WriteTx, seen: Seen<'_>) -> AppResult<(WidgetRow, Session)> {
+/// The widget, its session and the name of `person` (who answers it), read
+/// in one statement under the session's lock inside `tx` (PostgreSQL; on
+/// SQLite the writer is the lock). An earlier read names the lock (a
+/// widget never moves to another session); without one, the widget is read
+/// first to find it.
+async fn locked(
+    tx: &mut WriteTx,
+    seen: Seen<'_>,
+    person: Option<&UserId>,
+) -> AppResult<store::ForAnswer> {
     let id = match seen {
         Seen::Row(row) => {
             tx.lock(crate::db::Lock::Session(row.session_id.as_str()))
@@ -188,19 +194,23 @@ async fn locked(tx: &mut WriteTx, seen: Seen<'_>) -> AppResult<(WidgetRow, Sessi
             id
         }
     };
-    store::find_with_session(tx, id)
+    store::for_answer(tx, id, person)
         .await?
         .ok_or(AppError::NotFound("widget"))
 }
 
-/// A pending widget of a session `user` may answer, with its session,
-/// inside the caller's transaction.
+/// A pending widget of a session `user` may answer, with its session and
+/// `user`'s name, inside the caller's transaction.
 async fn answerable(
     tx: &mut WriteTx,
     seen: Seen<'_>,
     user: &UserId,
-) -> AppResult<(WidgetRow, Session)> {
-    let (widget, session) = locked(tx, seen).await?;
+) -> AppResult<(WidgetRow, Session, String)> {
+    let store::ForAnswer {
+        widget,
+        session,
+        person_name,
+    } = locked(tx, seen, Some(user)).await?;
     access::check(tx, Caller::Person(user), &session, Need::Answer)
         .await
         .map_err(|err| match err {
@@ -214,7 +224,9 @@ async fn answerable(
     if widget.expires_at <= clock::now_ms() {
         return Err(AppError::WidgetNotPending(WidgetStatus::Expired.as_str()));
     }
-    Ok((widget, session))
+    let name = person_name
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("user {user} is not stored")))?;
+    Ok((widget, session, name))
 }
 
 /// A pending widget of `agent`'s own session, with its session, inside the
@@ -225,7 +237,9 @@ async fn answerable_by_agent_client(
     seen: &WidgetRow,
     agent: &SessionId,
 ) -> AppResult<(WidgetRow, Session)> {
-    let (widget, session) = locked(tx, Seen::Row(seen)).await?;
+    let store::ForAnswer {
+        widget, session, ..
+    } = locked(tx, Seen::Row(seen), None).await?;
     if &widget.session_id != agent {
         return Err(AppError::NotFound("widget"));
     }

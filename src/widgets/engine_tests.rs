@@ -586,7 +586,7 @@ async fn a_refused_answer_returns_once_the_winning_answer_is_committed() {
 }
 
 #[tokio::test]
-async fn an_answer_reads_the_widget_with_its_session_as_each_reads_alone() {
+async fn an_answer_reads_the_widget_with_its_session_and_the_persons_name_in_one() {
     let f = Fixture::new().await;
     let id = f.question(None).await;
     let mut conn = f.t.conn().await;
@@ -597,23 +597,24 @@ async fn an_answer_reads_the_widget_with_its_session_as_each_reads_alone() {
     sessions::mark_archived(&mut conn, session, 1_234)
         .await
         .unwrap();
-    let (widget, read) = store::find_with_session(&mut conn, &id)
+    let read = store::for_answer(&mut conn, &id, Some(f.alice()))
         .await
         .unwrap()
         .unwrap();
     let alone = sessions::get_session(&mut conn, session).await.unwrap();
-    assert_eq!(widget.id, id);
+    assert_eq!(read.widget.id, id);
     assert_eq!(
-        serde_json::to_value(&read).unwrap(),
+        serde_json::to_value(&read.session).unwrap(),
         serde_json::to_value(&alone).unwrap()
     );
-    assert_eq!(read.archived_at, Some(1_234));
-    assert_eq!(read.others_can, sessions::Sharing::Prompt);
+    assert_eq!(read.session.archived_at, Some(1_234));
+    assert_eq!(read.session.others_can, sessions::Sharing::Prompt);
+    assert_eq!(read.person_name.as_deref(), Some("alice"));
+    let by_agent = store::for_answer(&mut conn, &id, None).await.unwrap();
+    assert_eq!(by_agent.unwrap().person_name, None);
     let missing = WidgetId::generate();
-    assert!(
-        store::find_with_session(&mut conn, &missing)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let none = store::for_answer(&mut conn, &missing, Some(f.alice()))
+        .await
+        .unwrap();
+    assert!(none.is_none());
 }

@@ -105,12 +105,20 @@ pub(super) async fn find(
         .await
 }
 
-/// Widget `id` with its session, in one statement: what an answer checks
-/// before it is applied.
-pub(super) async fn find_with_session(
+/// What an answer checks before it is applied, read in one statement.
+pub(super) struct ForAnswer {
+    pub widget: WidgetRow,
+    pub session: Session,
+    /// The answering person's name (`None` when no person was asked for).
+    pub person_name: Option<String>,
+}
+
+/// Widget `id` with its session and the name of `person`, who answers it.
+pub(super) async fn for_answer(
     conn: &mut AnyConnection,
     id: &WidgetId,
-) -> sqlx::Result<Option<(WidgetRow, Session)>> {
+    person: Option<&UserId>,
+) -> sqlx::Result<Option<ForAnswer>> {
     // The session's columns renamed, as the widget has an `id` and a
     // `created_at` of its own; the session's id is the widget's `session_id`.
     #[derive(sqlx::FromRow)]
@@ -122,9 +130,11 @@ pub(super) async fn find_with_session(
         s_created_at: i64,
         s_archived_at: Option<i64>,
         s_others_can: crate::sessions::Sharing,
+        person_name: Option<String>,
     }
     let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS}, s_creator_id, s_title, s_created_at, s_archived_at, s_others_can
+        "SELECT {COLUMNS}, s_creator_id, s_title, s_created_at, s_archived_at, s_others_can,
+                (SELECT name FROM users WHERE users.id = $2) AS person_name
          FROM widgets JOIN (
              SELECT id AS s_id, creator_id AS s_creator_id, title AS s_title,
                     created_at AS s_created_at, archived_at AS s_archived_at,
@@ -133,18 +143,20 @@ pub(super) async fn find_with_session(
          WHERE widgets.id = $1"
     ))
     .bind(id)
+    .bind(person)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|r| {
-        let session = Session {
+    Ok(row.map(|r| ForAnswer {
+        session: Session {
             id: r.widget.session_id.clone(),
             creator_id: r.s_creator_id,
             title: r.s_title,
             created_at: r.s_created_at,
             archived_at: r.s_archived_at,
             others_can: r.s_others_can,
-        };
-        (r.widget, session)
+        },
+        widget: r.widget,
+        person_name: r.person_name,
     }))
 }
 
@@ -220,14 +232,6 @@ pub(super) async fn pending_count(
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(PENDING_COUNT)
         .bind(session)
-        .fetch_one(conn)
-        .await
-}
-
-/// Display name of a user, for result metadata.
-pub(super) async fn user_name(conn: &mut AnyConnection, id: &UserId) -> sqlx::Result<String> {
-    sqlx::query_scalar("SELECT name FROM users WHERE id = $1")
-        .bind(id)
         .fetch_one(conn)
         .await
 }
