@@ -149,10 +149,12 @@ async fn setting_a_value_again_replaces_it_at_its_place_under_the_newest_key() {
     let keyring = t.keyring(&mut conn).await;
     keyring.rotate(&mut conn).await.unwrap();
     let here = Target::Session(t.session.clone());
-    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g1").await;
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g1")
+        .await;
     t.set(&mut conn, &keyring, &here, "TOKEN", "s1").await;
     keyring.rotate(&mut conn).await.unwrap();
-    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g2").await;
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g2")
+        .await;
     t.set(&mut conn, &keyring, &here, "TOKEN", "s2").await;
 
     let listed: Vec<_> = list_env_vars(&mut conn, &t.alice.id)
