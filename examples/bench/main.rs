@@ -52,11 +52,16 @@ async fn main() -> anyhow::Result<()> {
     let streams = raise_fd_limit(STREAMS);
     // `--only creation` or `--only round-trips`: one kind of phase alone,
     // for comparing builds.
-    let only = match args.windows(2).find(|w| w[0] == "--only") {
+    let only = match args.iter().position(|a| a == "--only") {
         None => Only::All,
-        Some(w) if w[1] == "creation" => Only::Creation,
-        Some(w) if w[1] == "round-trips" => Only::RoundTrips,
-        Some(w) => anyhow::bail!("--only takes `creation` or `round-trips`, not {:?}", w[1]),
+        Some(i) => match args.get(i + 1).map(String::as_str) {
+            Some("creation") => Only::Creation,
+            Some("round-trips") => Only::RoundTrips,
+            other => anyhow::bail!(
+                "--only takes `creation` or `round-trips`, not {}",
+                other.map_or("nothing".to_owned(), |o| format!("`{o}`"))
+            ),
+        },
     };
 
     let bin = match args.iter().position(|a| a == "--daemon") {

@@ -69,24 +69,26 @@ pub(crate) async fn submit_as<K: Kind>(
     // names is the one to take, with the transaction's first statement.
     let lock = crate::db::Lock::Session(seen.session_id.as_str());
     let mut tx = state.db.begin_write_locking(lock).await?;
+    // Who is recorded as answering: the person by name, the agent's side
+    // as itself, never as a person.
     let found = match by {
         Answerer::Person(user) => answerable(&mut tx, Seen::Row(seen), user).await,
-        Answerer::AgentClient(agent) | Answerer::AgentApp(agent) => {
-            answerable_by_agent_client(&mut tx, seen, agent)
-                .await
-                .map(|(widget, session)| (widget, session, String::new()))
+        Answerer::AgentClient(agent) => {
+            answerable_by_agent_client(&mut tx, seen, agent, MCP_CLIENT).await
+        }
+        Answerer::AgentApp(agent) => {
+            answerable_by_agent_client(&mut tx, seen, agent, MCP_APP).await
         }
     };
-    let (widget, session, person_name) = match found {
+    let (widget, session, name) = match found {
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
     let params: K::Params =
         serde_json::from_str(&widget.params).map_err(|e| unreadable(&widget, e))?;
-    let (user, name) = match by {
-        Answerer::Person(user) => (user, person_name),
-        Answerer::AgentClient(_) => (&session.creator_id, MCP_CLIENT.to_owned()),
-        Answerer::AgentApp(_) => (&session.creator_id, MCP_APP.to_owned()),
+    let user = match by {
+        Answerer::Person(user) => user,
+        Answerer::AgentClient(_) | Answerer::AgentApp(_) => &session.creator_id,
     };
     let mut cx = Answering {
         conn: &mut tx,
@@ -229,14 +231,16 @@ async fn answerable(
     Ok((widget, session, name))
 }
 
-/// A pending widget of `agent`'s own session, with its session, inside the
-/// caller's transaction: what its MCP client may answer. Another session's
-/// widget is not found.
+/// A pending widget of `agent`'s own session, with its session and the
+/// name the answer is recorded under (`recorded_as`), inside the caller's
+/// transaction: what its MCP client may answer. Another session's widget
+/// is not found.
 async fn answerable_by_agent_client(
     tx: &mut WriteTx,
     seen: &WidgetRow,
     agent: &SessionId,
-) -> AppResult<(WidgetRow, Session)> {
+    recorded_as: &str,
+) -> AppResult<(WidgetRow, Session, String)> {
     let store::ForAnswer {
         widget, session, ..
     } = locked(tx, Seen::Row(seen), None).await?;
@@ -253,7 +257,7 @@ async fn answerable_by_agent_client(
     if widget.expires_at <= clock::now_ms() {
         return Err(AppError::WidgetNotPending(WidgetStatus::Expired.as_str()));
     }
-    Ok((widget, session))
+    Ok((widget, session, recorded_as.to_owned()))
 }
 
 /// An answer refused because the widget is no longer pending. On SQLite
