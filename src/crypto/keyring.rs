@@ -190,6 +190,16 @@ impl Keyring {
         Ok(key_id)
     }
 
+    /// The newest data key this process knows, without asking the
+    /// database. Another process (`keys rotate`) may have added a newer one
+    /// since: a write under it must check, in its own statement, that it is
+    /// still the newest (as `secrets::set_value` does), and fall back to
+    /// [`Self::for_write`] when not.
+    pub fn newest_known(&self) -> Option<Arc<DataKey>> {
+        let keys = self.keys.read().expect("keyring lock");
+        keys.last_key_value().map(|(_, key)| key.clone())
+    }
+
     /// The newest data key, for a new write. Another process (`keys rotate`)
     /// may have added one since start, so the newest id is read each time.
     pub async fn for_write(&self, conn: &mut AnyConnection) -> Result<Arc<DataKey>, KeyringError> {

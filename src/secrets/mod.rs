@@ -18,7 +18,7 @@ use tracing::instrument;
 pub use names::{EnvVarName, MAX_VALUE_BYTES, SecretValue};
 
 use crate::clock;
-use crate::crypto::{CryptoError, Keyring, aad};
+use crate::crypto::{CryptoError, DataKey, Keyring, aad};
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use store::{NewValue, StoredValue};
@@ -75,6 +75,11 @@ fn row_aad(owner: &UserId, session: Option<&SessionId>, name: &str, key_id: i64)
 
 /// Encrypts and stores `value`, replacing any value at the same place. Call
 /// inside a write transaction.
+///
+/// Sealed first under the newest data key this process knows, stored only
+/// if that key is still the newest (checked in the storing statement, so a
+/// key rotated by another process is used from its commit on); else sealed
+/// again under the newest key read from the database.
 #[instrument(skip_all)]
 pub async fn set_value(
     conn: &mut AnyConnection,
@@ -85,15 +90,13 @@ pub async fn set_value(
     value: &SecretValue,
     actor: &UserId,
 ) -> AppResult<()> {
-    let key = keyring.for_write(conn).await.map_err(keyring_error)?;
     let session = target.session();
-    let sealed = key.seal(
-        &row_aad(owner, session, name.as_str(), key.id),
-        value.expose().as_bytes(),
-    );
-    store::put(
-        conn,
-        &NewValue {
+    let put = async |conn: &mut AnyConnection, key: &DataKey, if_newest_key: bool| {
+        let sealed = key.seal(
+            &row_aad(owner, session, name.as_str(), key.id),
+            value.expose().as_bytes(),
+        );
+        let row = NewValue {
             owner,
             session,
             name: name.as_str(),
@@ -102,9 +105,16 @@ pub async fn set_value(
             ciphertext: &sealed.ciphertext,
             actor,
             now: clock::now_ms(),
-        },
-    )
-    .await?;
+        };
+        store::put(conn, &row, if_newest_key).await
+    };
+    if let Some(key) = keyring.newest_known()
+        && put(conn, &key, true).await?
+    {
+        return Ok(());
+    }
+    let key = keyring.for_write(conn).await.map_err(keyring_error)?;
+    put(conn, &key, false).await?;
     Ok(())
 }
 

@@ -48,15 +48,28 @@ pub(super) async fn delete(
 
 /// Stores `v`, replacing the value at the same place (owner, scope,
 /// session, name) in the same statement: an upsert on the unique index of
-/// its scope.
-pub(super) async fn put(conn: &mut AnyConnection, v: &NewValue<'_>) -> sqlx::Result<()> {
+/// its scope. With `if_newest_key`, only when `v.key_id` is still the
+/// newest data key (another process may have rotated since the caller
+/// chose it); returns whether it stored.
+pub(super) async fn put(
+    conn: &mut AnyConnection,
+    v: &NewValue<'_>,
+    if_newest_key: bool,
+) -> sqlx::Result<bool> {
     let (scope, place) = match v.session {
         Some(_) => ("session", "owner_id, session_id, name"),
         None => ("global", "owner_id, name"),
     };
-    sqlx::query(&format!(
+    // `INSERT … SELECT … WHERE`: SQLite needs a `WHERE` before an upsert's
+    // `ON CONFLICT` after a `SELECT`, so the plain case has one too.
+    let guard = if if_newest_key {
+        "$5 = (SELECT max(key_id) FROM keyring)"
+    } else {
+        "1 = 1"
+    };
+    let done = sqlx::query(&format!(
         "INSERT INTO env_vars (owner_id, scope, session_id, name, key_id, nonce, ciphertext, updated_at, updated_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE {guard}
          ON CONFLICT ({place}) WHERE scope = '{scope}' DO UPDATE SET
             key_id = excluded.key_id, nonce = excluded.nonce, ciphertext = excluded.ciphertext,
             updated_at = excluded.updated_at, updated_by = excluded.updated_by"
@@ -72,7 +85,7 @@ pub(super) async fn put(conn: &mut AnyConnection, v: &NewValue<'_>) -> sqlx::Res
     .bind(v.actor)
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() > 0)
 }
 
 /// The owner's global values, then the session's: later rows override.

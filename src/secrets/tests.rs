@@ -179,6 +179,49 @@ async fn setting_a_value_again_replaces_it_at_its_place_under_the_newest_key() {
 }
 
 #[tokio::test]
+async fn a_key_rotated_by_another_process_is_used_from_its_commit_on() {
+    let t = TestDb::new().await;
+    let mut conn = t.conn().await;
+    let keyring = t.keyring(&mut conn).await;
+    keyring.rotate(&mut conn).await.unwrap();
+    let here = Target::Session(t.session.clone());
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g1")
+        .await;
+    assert_eq!(keyring.newest_known().unwrap().id, 1);
+
+    // `widgetd keys rotate` in another process: this one has not seen key 2.
+    let other = t.keyring(&mut conn).await;
+    assert_eq!(other.rotate(&mut conn).await.unwrap(), 2);
+    assert_eq!(keyring.newest_known().unwrap().id, 1, "not seen yet");
+
+    // Both scopes' next writes go under key 2 all the same, and this
+    // process knows key 2 from then on.
+    t.set(&mut conn, &keyring, &Target::Global, "TOKEN", "g2")
+        .await;
+    assert_eq!(keyring.newest_known().unwrap().id, 2);
+    t.set(&mut conn, &keyring, &here, "OTHER", "s2").await;
+    let listed: Vec<_> = list_env_vars(&mut conn, &t.alice.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.name, i.scope, i.key_id))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("OTHER".to_owned(), "session", 2),
+            ("TOKEN".to_owned(), "global", 2)
+        ]
+    );
+    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(
+        env_of(&mut conn, &other, &t, &t.session).await,
+        [pair("OTHER", "s2"), pair("TOKEN", "g2")],
+        "the other process reads what this one wrote"
+    );
+}
+
+#[tokio::test]
 async fn a_ciphertext_moved_to_another_row_does_not_decrypt() {
     let t = TestDb::new().await;
     let mut conn = t.conn().await;
