@@ -228,3 +228,86 @@ async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep(
     let mut conn = data.db.read.acquire().await.unwrap();
     assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
 }
+
+/// The deployment's write lock (`WRITE_LOCK` in `src/db/pg_write.rs`).
+const WRITE_LOCK: i64 = 0x7769_6467_6574_6401;
+
+#[tokio::test]
+async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_usable() {
+    let app = spawn_postgres_app().await;
+    let scene = scene(&app, "alice").await;
+    // Another process holds the write lock alone (as `keys rekey` does):
+    // every write transaction waits for it in the statement that begins it.
+    let mut holder = app.state.db.read.acquire().await.unwrap();
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_lock($1)) AS held")
+        .bind(WRITE_LOCK)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let waiting = (0..8).map(|i| {
+        let (app, scene) = (&app, &scene);
+        async move {
+            let body = json!({ "names": [format!("WAITING_{i}")], "reason": "waits" });
+            app.request_env_vars(&scene.agent, &scene.session, &body)
+                .await
+                .status()
+        }
+    });
+    let waiting = futures_util::future::join_all(waiting);
+    // Cancelled as they wait (a `statement_timeout` would do the same).
+    let cancel = async {
+        let waiters = "FROM pg_stat_activity WHERE datname = current_database() \
+                       AND wait_event = 'advisory' AND pid <> pg_backend_pid()";
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while app.count(&format!("SELECT count(*) {waiters}")).await < 8 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writes never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        app.count(&format!(
+            "SELECT count(*) FROM (SELECT pg_cancel_backend(pid) {waiters}) AS cancelled"
+        ))
+        .await
+    };
+    let (statuses, cancelled) = tokio::join!(waiting, cancel);
+    assert!(cancelled >= 8, "{cancelled} cancelled");
+    assert!(statuses.iter().all(|s| !s.is_success()), "{statuses:?}");
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_unlock($1)) AS released")
+        .bind(WRITE_LOCK)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    drop(holder);
+
+    // No connection of the pool was left inside an aborted transaction:
+    // writes and reads on all of them succeed.
+    for round in 0..2 {
+        let writes = (0..10).map(|i| {
+            let (app, scene) = (&app, &scene);
+            async move {
+                let body = json!({ "names": [format!("AFTER_{round}_{i}")], "reason": "after" });
+                app.request_env_vars(&scene.agent, &scene.session, &body)
+                    .await
+                    .status()
+            }
+        });
+        let statuses = futures_util::future::join_all(writes).await;
+        assert!(
+            statuses.iter().all(|s| *s == StatusCode::CREATED),
+            "{statuses:?}"
+        );
+    }
+    let path = format!("/api/v1/sessions/{}/widgets", scene.session);
+    let reads = (0..40).map(|_| app.get(&path, &scene.host));
+    for read in futures_util::future::join_all(reads).await {
+        assert_eq!(read.status(), StatusCode::OK);
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM widgets WHERE kind = 'env_vars'")
+            .await,
+        20,
+        "the cancelled writes left nothing behind"
+    );
+}
