@@ -19,6 +19,7 @@ pub use names::{EnvVarName, MAX_VALUE_BYTES, SecretValue};
 
 use crate::clock;
 use crate::crypto::{CryptoError, DataKey, Keyring, aad};
+use crate::db::Dialect;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use store::{NewValue, StoredValue};
@@ -142,16 +143,30 @@ pub async fn delete_value(
     }
 }
 
-/// The names that resolve in a session's effective env.
-pub async fn effective_names(
-    conn: &mut AnyConnection,
-    owner: &UserId,
-    session: &SessionId,
-) -> AppResult<std::collections::BTreeSet<String>> {
-    Ok(store::effective_names(conn, owner, session)
-        .await?
+/// A scalar subquery over a session's row, aliased `s`, in `dialect`: the
+/// names that resolve in that session's effective env (its creator's global
+/// values and the session's own), joined by commas (a name has none), or
+/// NULL when there are none. For a statement that reads the session anyway;
+/// [`names_in`] reads what it gave.
+pub fn effective_names_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => {
+            "(SELECT group_concat(DISTINCT name) FROM env_vars \
+              WHERE owner_id = s.creator_id AND (session_id IS NULL OR session_id = s.id))"
+        }
+        Dialect::Postgres => {
+            "(SELECT string_agg(DISTINCT name, ',') FROM env_vars \
+              WHERE owner_id = s.creator_id AND (session_id IS NULL OR session_id = s.id))"
+        }
+    }
+}
+
+/// The names in what [`effective_names_sql`] gave.
+pub fn names_in(joined: Option<&str>) -> std::collections::BTreeSet<&str> {
+    joined
         .into_iter()
-        .collect())
+        .flat_map(|names| names.split(','))
+        .collect()
 }
 
 /// Whether `owner` has a global value for `name`.

@@ -227,20 +227,6 @@ pub(super) async fn list_info_page(
 }
 
 /// Names in a session's effective env (no decryption needed).
-pub(super) async fn effective_names(
-    conn: &mut AnyConnection,
-    owner: &UserId,
-    session: &SessionId,
-) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT DISTINCT name FROM env_vars WHERE owner_id = $1 AND (session_id IS NULL OR session_id = $2)",
-    )
-    .bind(owner)
-    .bind(session)
-    .fetch_all(conn)
-    .await
-}
-
 pub(super) async fn has_global(
     conn: &mut AnyConnection,
     owner: &UserId,

@@ -49,6 +49,18 @@ async fn a_session_value_overrides_a_global_one_in_its_session_only() {
         .id;
     let keyring = t.keyring(&mut conn).await;
     keyring.rotate(&mut conn).await.unwrap();
+    // The names as a creation reads them with its session: none yet.
+    let sql = format!(
+        "SELECT {} FROM sessions AS s WHERE s.id = $1",
+        effective_names_sql(crate::db::Dialect::Sqlite)
+    );
+    let joined: Option<String> = sqlx::query_scalar(&sql)
+        .bind(&other)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(joined, None, "no value: NULL");
+    assert!(names_in(None).is_empty());
     let here = Target::Session(t.session.clone());
     t.set(
         &mut conn,
@@ -72,10 +84,22 @@ async fn a_session_value_overrides_a_global_one_in_its_session_only() {
         env_of(&mut conn, &keyring, &t, &other).await,
         [pair("OTHER", "x1"), pair("TOKEN", "global-value")]
     );
-    let names = effective_names(&mut conn, &t.alice.id, &other)
+    t.set(&mut conn, &keyring, &here, "ONLY_HERE", "h").await;
+    for (session, names) in [
+        (&other, vec!["OTHER", "TOKEN"]),
+        (&t.session, vec!["ONLY_HERE", "OTHER", "TOKEN"]),
+    ] {
+        let joined: Option<String> = sqlx::query_scalar(&sql)
+            .bind(session)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        let read = names_in(joined.as_deref());
+        assert_eq!(read.into_iter().collect::<Vec<_>>(), names);
+    }
+    delete_value(&mut conn, &t.alice.id, &here, &name("ONLY_HERE"))
         .await
         .unwrap();
-    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["OTHER", "TOKEN"]);
     assert!(
         has_global(&mut conn, &t.alice.id, &name("TOKEN"))
             .await

@@ -60,11 +60,12 @@ pub async fn create_living<R: Request>(
     // in between (PostgreSQL; SQLite's writer is alone anyway).
     let first = crate::db::Lock::Session(session_id.as_str());
     let mut tx = state.db.begin_write_locking(first).await?;
-    let (session, pending) = store::session_and_pending(&mut tx, session_id)
+    let ahead = <R::Kind as Kind>::born_ahead(Dialect::of(&tx));
+    let (session, pending, ahead) = store::session_and_pending(&mut tx, session_id, ahead)
         .await?
         .ok_or(AppError::NotFound("session"))?;
     let session = live(session)?;
-    let born = <R::Kind as Kind>::born(&mut tx, &session, &params).await?;
+    let born = <R::Kind as Kind>::born(&mut tx, &session, &params, ahead.as_deref()).await?;
     let stored = serde_json::to_string(&params).expect("params serialize");
     let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
     let mut widget = new_row(state, &session, R::NAME, stored, born);

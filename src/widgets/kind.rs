@@ -26,6 +26,7 @@ use super::{WidgetRow, WidgetStatus, WidgetView};
 use crate::Core;
 use crate::api::parse_json;
 use crate::audit::ClientAddr;
+use crate::db::Dialect;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::sessions::Session;
@@ -68,12 +69,23 @@ pub trait Kind: Send + Sync + 'static {
     /// checked against the params.
     type Answer: Send;
 
+    /// What [`Kind::born`] reads that can come with the session's row, in
+    /// the statement that reads it (one statement fewer per creation): a
+    /// scalar subquery over that row, aliased `s`, giving text or NULL, in
+    /// `dialect`'s SQL. `None`, the default: nothing is read ahead.
+    fn born_ahead(_dialect: Dialect) -> Option<&'static str> {
+        None
+    }
+
     /// The result when there is nothing to ask: the widget is born
-    /// `already_present` with it (and its prompt queued at once).
+    /// `already_present` with it (and its prompt queued at once). `ahead`
+    /// is what [`Kind::born_ahead`] read with the session (`None` for NULL,
+    /// or when it reads nothing).
     fn born(
         _tx: &mut AnyConnection,
         _session: &Session,
         _params: &Self::Params,
+        _ahead: Option<&str>,
     ) -> impl Future<Output = AppResult<Option<Value>>> + Send {
         async { Ok(None) }
     }

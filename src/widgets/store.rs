@@ -72,27 +72,33 @@ pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
 const PENDING_COUNT: &str =
     "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'";
 
-/// A session's row and how many of its widgets are pending, read together
-/// (a creation needs both); `None` for an unknown session. The count is
-/// on `$1`, not the outer row, so PostgreSQL runs it once.
+/// A session's row, how many of its widgets are pending and what `ahead`
+/// (a scalar subquery over the session's row, aliased `s`: what a kind's
+/// `born` reads) gives, read together (a creation needs all three); `None`
+/// for an unknown session. The count is on `$1`, not the outer row, so
+/// PostgreSQL runs it once.
 pub(super) async fn session_and_pending(
     conn: &mut AnyConnection,
     id: &SessionId,
-) -> sqlx::Result<Option<(Session, i64)>> {
+    ahead: Option<&str>,
+) -> sqlx::Result<Option<(Session, i64, Option<String>)>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         #[sqlx(flatten)]
         session: Session,
         pending: i64,
+        ahead: Option<String>,
     }
+    let ahead = ahead.unwrap_or("CAST(NULL AS TEXT)");
     let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {}, ({PENDING_COUNT}) AS pending FROM sessions WHERE id = $1",
+        "SELECT {}, ({PENDING_COUNT}) AS pending, {ahead} AS ahead FROM sessions AS s \
+         WHERE s.id = $1",
         crate::sessions::COLUMNS
     ))
     .bind(id)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|r| (r.session, r.pending)))
+    Ok(row.map(|r| (r.session, r.pending, r.ahead)))
 }
 
 pub(super) async fn find(

@@ -44,6 +44,7 @@ impl Kind for Approval {
         tx: &mut AnyConnection,
         session: &Session,
         params: &ApprovalParams,
+        _ahead: Option<&str>,
     ) -> AppResult<Option<Value>> {
         quorum::check_possible(tx, session, params.quorum()).await?;
         let rule = matching_rule(tx, &session.creator_id, &session.id, params).await?;

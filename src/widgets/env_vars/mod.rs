@@ -19,6 +19,7 @@ use super::WidgetStatus;
 use super::card::{Badge, Card, who};
 use super::kind::{AnswerBody, Answering, Kind, Request};
 use crate::api::parse_json;
+use crate::db::Dialect;
 use crate::error::{AppError, AppResult};
 use crate::secrets::{self, EnvVarName};
 use crate::sessions::Session;
@@ -291,14 +292,21 @@ impl Kind for EnvVars {
     type Params = EnvVarsParams;
     type Answer = Submission;
 
+    /// The names that resolve in the session's effective env, read with
+    /// the session.
+    fn born_ahead(dialect: Dialect) -> Option<&'static str> {
+        Some(secrets::effective_names_sql(dialect))
+    }
+
     /// Nothing to ask when every name already resolves in the session's
     /// effective env.
     async fn born(
-        tx: &mut AnyConnection,
-        session: &Session,
+        _tx: &mut AnyConnection,
+        _session: &Session,
         params: &EnvVarsParams,
+        present: Option<&str>,
     ) -> AppResult<Option<Value>> {
-        let present = secrets::effective_names(tx, &session.creator_id, &session.id).await?;
+        let present = secrets::names_in(present);
         let all_present = params.names.iter().all(|n| present.contains(n.as_str()));
         Ok(all_present.then(|| json!({ "names": params.names })))
     }
