@@ -21,19 +21,9 @@ const SEAL_LOCK: i64 = 0x7769_6467_6574_6402; // "widget" + 2
 /// How many staged rows one sealing transaction moves at most.
 const BATCH: i64 = 500;
 
-/// The after-commit hook of a transaction that staged rows: seals them,
-/// telling the other daemons of the `changed` sessions in the sealing
-/// transaction; returns those it did not tell (all of them when it sealed
-/// nothing).
-pub fn after_commit(
-    pool: AnyPool,
-    changed: Vec<String>,
-) -> BoxFuture<'static, sqlx::Result<Vec<String>>> {
-    Box::pin(async move {
-        let mut conn = pool.acquire().await?;
-        let (_, told) = seal_telling(&mut conn, &changed).await?;
-        Ok(if told { Vec::new() } else { changed })
-    })
+/// The after-commit hook of a transaction that staged rows.
+pub fn after_commit(pool: AnyPool) -> BoxFuture<'static, sqlx::Result<()>> {
+    Box::pin(async move { seal(&pool).await.map(drop) })
 }
 
 /// Seals every staged row; returns how many. A no-op on SQLite.
@@ -44,31 +34,21 @@ pub async fn seal(pool: &AnyPool) -> sqlx::Result<u64> {
 
 /// [`seal`] on one connection (outside a transaction).
 pub async fn seal_on(conn: &mut AnyConnection) -> sqlx::Result<u64> {
-    Ok(seal_telling(conn, &[]).await?.0)
-}
-
-/// [`seal_on`], telling the other daemons of the `changed` sessions in the
-/// first sealing transaction; returns how many rows it sealed and whether
-/// it told them (it did if that transaction sealed a row and committed).
-async fn seal_telling(conn: &mut AnyConnection, changed: &[String]) -> sqlx::Result<(u64, bool)> {
     if crate::db::Dialect::of(conn) == crate::db::Dialect::Sqlite {
-        return Ok((0, false));
+        return Ok(0);
     }
     let mut sealed = 0;
-    let mut tell = changed;
     loop {
-        let moved = seal_batch(conn, tell).await?;
+        let moved = seal_batch(conn).await?;
         sealed += moved;
         if moved < BATCH as u64 {
-            return Ok((sealed, sealed > 0 && !changed.is_empty()));
+            return Ok(sealed);
         }
-        tell = &[];
     }
 }
 
-/// One sealing transaction: at most [`BATCH`] rows; it tells the other
-/// daemons of the sessions in `tell` if it moves one.
-async fn seal_batch(conn: &mut AnyConnection, tell: &[String]) -> sqlx::Result<u64> {
+/// One sealing transaction: at most [`BATCH`] rows.
+async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
     let locks = format!("pg_advisory_xact_lock({SEAL_LOCK})");
     let mut tx = conn.begin_with(crate::db::begin_locked(&locks)).await?;
     // Taken and deleted in one statement: exactly the rows returned leave
@@ -76,30 +56,19 @@ async fn seal_batch(conn: &mut AnyConnection, tell: &[String]) -> sqlx::Result<u
     // one was read; a separate "delete up to the last id read" would drop
     // it unsealed.) The chain's head comes with each row, read in the same
     // statement under the sealer's lock: one round trip for both.
-    // The notifications go out with this transaction's commit, and only if
-    // it returns a row (`db::notify_changes_sql`); NOTIFY's own lock at
-    // commit is then taken by sealers alone, who hold the sealer's lock
-    // anyway.
-    let told = if tell.is_empty() {
-        String::new()
-    } else {
-        format!(", {} AS told", crate::db::notify_changes_sql(2))
-    };
-    let sql = format!(
+    let mut staged: Vec<Staged> = sqlx::query_as(
         "WITH taken AS (
              DELETE FROM audit_pending
              WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT $1)
              RETURNING id, at, actor, action, session_id, widget_id, names, scope, client_addr,
                        detail)
-         SELECT taken.*, head.id AS head_id, head.hash AS head_hash{told}
+         SELECT taken.*, head.id AS head_id, head.hash AS head_hash
          FROM taken LEFT JOIN (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) AS head
-              ON true"
-    );
-    let mut query = sqlx::query_as(&sql).bind(BATCH);
-    if !tell.is_empty() {
-        query = query.bind(tell.join(","));
-    }
-    let mut staged: Vec<Staged> = query.fetch_all(&mut *tx).await?;
+              ON true",
+    )
+    .bind(BATCH)
+    .fetch_all(&mut *tx)
+    .await?;
     let Some(first) = staged.first() else {
         tx.rollback().await?;
         return Ok(0);

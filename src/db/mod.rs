@@ -34,7 +34,6 @@ use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::pg_write::{AfterCommit, Lock, begin_locked, lock, lock_all};
-pub use self::postgres::notify_changes_sql;
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;

@@ -33,9 +33,7 @@ const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
 
 /// Work to do once a transaction has committed, on the pool (the audit
 /// sealer). One per transaction: registering the same hook twice is one.
-/// It gets the sessions the other daemons are to hear of, and returns
-/// those it did not tell them of (it may, in a transaction of its own).
-pub type AfterCommit = fn(AnyPool, Vec<String>) -> BoxFuture<'static, sqlx::Result<Vec<String>>>;
+pub type AfterCommit = fn(AnyPool) -> BoxFuture<'static, sqlx::Result<()>>;
 
 /// A PostgreSQL write transaction.
 pub(super) struct PgWrite {
@@ -82,10 +80,8 @@ impl PgWrite {
 /// Runs what follows the commits of one daemon so that one run covers every
 /// transaction that committed before it started: of many transactions
 /// committing together, one runs the hook (the audit seal) and tells the
-/// other daemons of every changed session, and the others wait for it
-/// instead of queueing one by one. The sealer tells them in its own
-/// transaction, in the statement that takes the staged rows; when it seals
-/// nothing (or fails), one `NOTIFY` statement does.
+/// other daemons of every changed session, in one `NOTIFY` statement, and
+/// the others wait for it instead of queueing one by one.
 ///
 /// `NOTIFY` is not sent inside the write transaction: PostgreSQL holds a
 /// lock of its own from a notifying transaction's commit until the commit
@@ -133,16 +129,13 @@ impl FollowUp {
             let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
             (due.0.take(), std::mem::take(&mut due.1))
         };
-        let mut sessions: Vec<String> = sessions.into_iter().collect();
-        if let Some(hook) = hook {
-            match hook(pool.clone(), sessions.clone()).await {
-                Ok(untold) => sessions = untold,
-                Err(err) => {
-                    tracing::warn!(error = %err, "the after-commit step failed; it is retried");
-                }
-            }
+        if let Some(hook) = hook
+            && let Err(err) = hook(pool.clone()).await
+        {
+            tracing::warn!(error = %err, "the after-commit step failed; it is retried");
         }
         if !sessions.is_empty() {
+            let sessions: Vec<String> = sessions.into_iter().collect();
             if let Err(err) = super::postgres::notify_changes(pool, &sessions).await {
                 tracing::warn!(error = %err, "could not tell the other daemons of a change; they find it at their next re-read");
             }

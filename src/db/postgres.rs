@@ -100,26 +100,19 @@ pub(super) fn is_connection_error(err: &(dyn sqlx::error::DatabaseError + 'stati
 /// The channel on which every daemon hears which session changed.
 const CHANGES: &str = "widgetd_changes";
 
-/// A scalar subquery that tells every daemon that the sessions in the
-/// statement's parameter `$param` (their ids joined by commas: an id holds
-/// none) changed, once the transaction it runs in commits (at once outside
-/// one). Uncorrelated, so PostgreSQL runs it once per statement, when the
-/// first row is made: a statement that returns no row tells no one.
-/// PostgreSQL delivers one notification per distinct payload. A count: the
-/// Any driver cannot carry PostgreSQL's `void`.
-pub fn notify_changes_sql(param: usize) -> String {
-    format!(
-        "(SELECT count(pg_notify('{CHANGES}', s)) FROM unnest(string_to_array(${param}, ',')) AS s)"
-    )
-}
-
 /// Tells every daemon that `sessions` changed, in one statement (outside
-/// any transaction; after the commits that changed them).
+/// any transaction; after the commits that changed them). PostgreSQL
+/// delivers one notification per distinct payload.
 pub(super) async fn notify_changes(pool: &AnyPool, sessions: &[String]) -> sqlx::Result<()> {
-    sqlx::query(&format!("SELECT {}", notify_changes_sql(1)))
-        .bind(sessions.join(","))
-        .execute(pool)
-        .await?;
+    // Session ids hold no comma. A SELECT that returns an integer: the Any
+    // driver cannot carry PostgreSQL's `void`.
+    sqlx::query(
+        "SELECT count(*) FROM (SELECT pg_notify($1, s) FROM unnest(string_to_array($2, ',')) AS s) AS sent",
+    )
+    .bind(CHANGES)
+    .bind(sessions.join(","))
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
