@@ -49,8 +49,11 @@ pub async fn seal_on(conn: &mut AnyConnection) -> sqlx::Result<u64> {
 
 /// One sealing transaction: at most [`BATCH`] rows.
 async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
-    let locks = format!("pg_advisory_xact_lock({SEAL_LOCK})");
-    let mut tx = conn.begin_with(crate::db::begin_locked(&locks)).await?;
+    let mut tx = conn.begin().await?;
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+        .bind(SEAL_LOCK)
+        .execute(&mut *tx)
+        .await?;
     // Taken and deleted in one statement: exactly the rows returned leave
     // the staging table. (A row with a lower id may commit after a higher
     // one was read; a separate "delete up to the last id read" would drop

@@ -33,7 +33,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
-pub use self::pg_write::{AfterCommit, Lock, begin_locked, lock, lock_all};
+pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;

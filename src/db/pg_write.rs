@@ -145,51 +145,40 @@ impl FollowUp {
 }
 
 /// Begins a write transaction holding the deployment's write lock, shared
-/// or (`exclusive`) alone, then `first`, in one round trip
-/// ([`begin_locked`]).
+/// or (`exclusive`) alone, then `first`, in one statement.
 pub(super) async fn begin(
     pool: &AnyPool,
     exclusive: bool,
     first: Option<Lock<'_>>,
 ) -> sqlx::Result<PgWrite> {
-    // A select list is evaluated left to right, so the write lock is always
-    // taken before `first`, as in every other transaction.
+    let mut tx = pool.begin().await?;
+    // Wrapped in a SELECT that returns an integer: the Any driver cannot
+    // carry PostgreSQL's `void`. A select list is evaluated left to right,
+    // so the write lock is always taken before `first`, as in every other
+    // transaction.
     let write = if exclusive {
-        format!("pg_advisory_xact_lock({WRITE_LOCK})")
+        "pg_advisory_xact_lock($1)"
     } else {
-        format!("pg_advisory_xact_lock_shared({WRITE_LOCK})")
+        "pg_advisory_xact_lock_shared($1)"
     };
     let held: Vec<(i32, i32)> = first.map(Lock::keys).into_iter().collect();
-    let calls = match held.first() {
-        Some((class, key)) => format!("{write}, pg_advisory_xact_lock({class}, {key})"),
-        None => write,
+    let first = if held.is_empty() {
+        ""
+    } else {
+        ", pg_advisory_xact_lock($2, $3)"
     };
-    let tx = pool.begin_with(begin_locked(&calls)).await?;
+    let sql = format!("SELECT 1 FROM (SELECT {write}{first}) AS locked");
+    let mut query = sqlx::query(&sql).bind(WRITE_LOCK);
+    for &(class, key) in &held {
+        query = query.bind(class).bind(key);
+    }
+    query.execute(&mut *tx).await?;
     Ok(PgWrite {
         tx,
         after: None,
         notify: Vec::new(),
         held,
     })
-}
-
-/// The statement that takes the advisory locks of `calls` (a select list of
-/// `pg_advisory_xact_lock…` calls with literal keys) and begins a
-/// transaction holding them, sent to PostgreSQL as one simple query: one
-/// round trip instead of `BEGIN` and then the locks.
-///
-/// The locks come *before* `BEGIN`: in a simple query of several
-/// statements, what runs before a `BEGIN` runs in an implicit transaction
-/// that the `BEGIN` turns into the transaction block, so the locks are
-/// held to its end; and if taking them fails (a `statement_timeout`, a
-/// cancel), that implicit transaction is rolled back and the connection is
-/// left idle, where a failure after `BEGIN` would leave it in an aborted
-/// transaction that sqlx does not know it holds (PostgreSQL 15, protocol
-/// chapter, "Multiple Statements in a Simple Query"; checked by
-/// `tests/api/scale_out.rs`). The Any driver cannot carry PostgreSQL's
-/// `void`, hence the `SELECT 1 FROM (…)`.
-pub fn begin_locked(calls: &str) -> String {
-    format!("SELECT 1 FROM (SELECT {calls}) AS locked; BEGIN")
 }
 
 /// What a transaction may lock beyond its rows.

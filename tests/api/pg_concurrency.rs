@@ -237,7 +237,10 @@ async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_us
     let app = spawn_postgres_app().await;
     let scene = scene(&app, "alice").await;
     // Another process holds the write lock alone (as `keys rekey` does):
-    // every write transaction waits for it in the statement that begins it.
+    // every write transaction waits for it as it begins. Were the lock
+    // taken in the same simple query as a `BEGIN` before it, a cancelled
+    // wait would leave the connection in an aborted transaction that sqlx
+    // does not know of, and later queries on it would fail.
     let mut holder = app.state.db.read.acquire().await.unwrap();
     sqlx::query("SELECT 1 FROM (SELECT pg_advisory_lock($1)) AS held")
         .bind(WRITE_LOCK)
