@@ -147,16 +147,22 @@ pub async fn delete_value(
 /// names that resolve in that session's effective env (its creator's global
 /// values and the session's own), joined by commas (a name has none), or
 /// NULL when there are none. For a statement that reads the session anyway;
-/// [`names_in`] reads what it gave.
+/// [`names_in`] reads what it gave. Each half is a search of its scope's
+/// unique index: `session_id IS NULL OR session_id = …` in one `WHERE`
+/// matches neither partial index and reads every value of the owner.
 pub fn effective_names_sql(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => {
-            "(SELECT group_concat(DISTINCT name) FROM env_vars \
-              WHERE owner_id = s.creator_id AND (session_id IS NULL OR session_id = s.id))"
+            "(SELECT group_concat(name) FROM (\
+              SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'global' \
+              UNION SELECT name FROM env_vars \
+              WHERE owner_id = s.creator_id AND scope = 'session' AND session_id = s.id))"
         }
         Dialect::Postgres => {
-            "(SELECT string_agg(DISTINCT name, ',') FROM env_vars \
-              WHERE owner_id = s.creator_id AND (session_id IS NULL OR session_id = s.id))"
+            "(SELECT string_agg(name, ',') FROM (\
+              SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'global' \
+              UNION SELECT name FROM env_vars \
+              WHERE owner_id = s.creator_id AND scope = 'session' AND session_id = s.id) AS names)"
         }
     }
 }
