@@ -94,10 +94,20 @@ pub(super) async fn effective_rows(
     owner: &UserId,
     session: &SessionId,
 ) -> sqlx::Result<Vec<StoredValue>> {
+    // Each scope through its own unique index (one `WHERE session_id IS
+    // NULL OR …` matches neither partial index and reads every value of the
+    // owner); ordered outside the `UNION ALL`, where SQLite takes the
+    // `here` column (a compound query's own `ORDER BY` takes no
+    // expression).
     sqlx::query_as(&format!(
-        "SELECT {STORED_COLUMNS} FROM env_vars
-         WHERE owner_id = $1 AND (session_id IS NULL OR session_id = $2)
-         ORDER BY session_id IS NOT NULL, name"
+        "SELECT {STORED_COLUMNS} FROM (
+             SELECT {STORED_COLUMNS}, 0 AS here FROM env_vars
+             WHERE owner_id = $1 AND scope = 'global'
+             UNION ALL
+             SELECT {STORED_COLUMNS}, 1 AS here FROM env_vars
+             WHERE owner_id = $1 AND scope = 'session' AND session_id = $2
+         ) AS effective
+         ORDER BY here, name"
     ))
     .bind(owner)
     .bind(session)
