@@ -236,7 +236,7 @@ pub(super) async fn list_info_page(
     Ok((rows, total))
 }
 
-/// Names in a session's effective env (no decryption needed).
+/// Whether `owner` has a global value named `name`.
 pub(super) async fn has_global(
     conn: &mut AnyConnection,
     owner: &UserId,
