@@ -76,10 +76,9 @@ impl AppError {
             Self::WidgetNotPending(_) => (StatusCode::CONFLICT, "widget_not_pending"),
             Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::TooMany { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code),
-            Self::Database(e) if crate::db::storage_unavailable(e) => {
+            _ if self.unavailable().is_some() => {
                 (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable")
             }
-            _ if self.connection_lost() => (StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable"),
             Self::Database(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 (StatusCode::CONFLICT, "already_exists")
             }
@@ -103,30 +102,87 @@ const CORRUPT_MESSAGE: &str = "widgetd's database is damaged, so this was not an
 const ALREADY_EXISTS_MESSAGE: &str = "that already exists: another request created it at the \
     same moment. Reload to see it, or choose another name";
 
-const CONNECTION_MESSAGE: &str = "widgetd lost its connection to the database (restarted or \
-    unreachable), so this may not have been done. It reconnects by itself: retry in a moment";
+/// Why the database could not do a request for now: each is answered
+/// `503 storage_unavailable` with its own message and `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unavailable {
+    /// A full or read-only disk ([`crate::db::storage_unavailable`]): an
+    /// operator has to act.
+    Storage,
+    /// The connection was lost ([`crate::db::connection_lost`]): widgetd
+    /// reconnects at once.
+    Connection,
+    /// The database stopped the statement ([`crate::db::interrupted`]): a
+    /// timeout, a cancel or a broken deadlock.
+    Interrupted,
+}
 
-/// Seconds a client is asked to wait after a lost database connection
-/// (widgetd reconnects at once) and after a full or read-only disk (an
-/// operator has to act).
-const RETRY_CONNECTION_SECS: u32 = 1;
-const RETRY_STORAGE_SECS: u32 = 30;
+impl Unavailable {
+    fn of(err: &sqlx::Error) -> Option<Self> {
+        if crate::db::storage_unavailable(err) {
+            Some(Self::Storage)
+        } else if crate::db::connection_lost(err) {
+            Some(Self::Connection)
+        } else if crate::db::interrupted(err) {
+            Some(Self::Interrupted)
+        } else {
+            None
+        }
+    }
 
-const STORAGE_MESSAGE: &str = "widgetd could not write to its database: the disk is full or \
-    read-only. Nothing was changed; retry once the operator has freed space or made the data \
-    dir writable (reads keep working)";
+    /// Seconds the client is asked to wait.
+    fn retry_after(self) -> u32 {
+        match self {
+            Self::Storage => 30,
+            Self::Connection | Self::Interrupted => 1,
+        }
+    }
+
+    /// What the client is told: what happened, and what to do.
+    fn message(self) -> &'static str {
+        match self {
+            Self::Storage => {
+                "widgetd could not write to its database: the disk is full or read-only. Nothing \
+                 was changed; retry once the operator has freed space or made the data dir \
+                 writable (reads keep working)"
+            }
+            Self::Connection => {
+                "widgetd lost its connection to the database (restarted or unreachable), so this \
+                 may not have been done. It reconnects by itself: retry in a moment"
+            }
+            Self::Interrupted => {
+                "the database stopped this request before it finished (a statement or lock \
+                 timeout, a cancel by its administrator, or another process holding its lock), \
+                 so it may not have been done. Retry in a moment"
+            }
+        }
+    }
+
+    /// The line the server log gets, with the database's own error.
+    fn log(self, err: &AppError) {
+        match self {
+            Self::Storage => tracing::error!(error = %err, "the database could not be written"),
+            Self::Connection => {
+                tracing::error!(error = %err, "the database connection was lost");
+            }
+            Self::Interrupted => {
+                tracing::error!(error = %err, "the database stopped a statement before it finished");
+            }
+        }
+    }
+}
 
 impl AppError {
-    /// Whether the database connection was lost ([`crate::db::connection_lost`]),
+    /// Why the database could not do this for now, if that is what failed,
     /// directly or under a wrapped error.
-    fn connection_lost(&self) -> bool {
+    fn unavailable(&self) -> Option<Unavailable> {
         match self {
-            Self::Database(e) => crate::db::connection_lost(e),
+            Self::Database(e) => Unavailable::of(e),
             Self::Internal(e) => e
                 .chain()
                 .filter_map(|c| c.downcast_ref::<sqlx::Error>())
-                .any(crate::db::connection_lost),
-            _ => false,
+                .find_map(Unavailable::of),
+            _ => None,
         }
     }
 
@@ -134,12 +190,9 @@ impl AppError {
     /// failures are logged here and get a generic message.
     pub fn to_body(&self) -> (StatusCode, serde_json::Value) {
         let (status, code) = self.status_and_code();
-        let message = if code == "storage_unavailable" && self.connection_lost() {
-            tracing::error!(error = %self, "the database connection was lost");
-            CONNECTION_MESSAGE.to_owned()
-        } else if code == "storage_unavailable" {
-            tracing::error!(error = %self, "the database could not be written");
-            STORAGE_MESSAGE.to_owned()
+        let message = if let Some(why) = self.unavailable() {
+            why.log(self);
+            why.message().to_owned()
         } else if code == "already_exists" {
             // The constraint's own text names tables and columns: not for
             // the client.
@@ -171,13 +224,7 @@ pub struct ErrorCode(pub String);
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, body) = self.to_body();
-        let retry = match status {
-            StatusCode::SERVICE_UNAVAILABLE if self.connection_lost() => {
-                Some(RETRY_CONNECTION_SECS)
-            }
-            StatusCode::SERVICE_UNAVAILABLE => Some(RETRY_STORAGE_SECS),
-            _ => None,
-        };
+        let retry = self.unavailable().map(Unavailable::retry_after);
         let code = body["error"]["code"]
             .as_str()
             .unwrap_or_default()
@@ -229,5 +276,49 @@ mod tests {
         let message = body["error"]["message"].as_str().unwrap();
         assert!(!message.contains("people"), "{message}");
         assert!(!message.contains("name TEXT"), "{message}");
+    }
+
+    /// A write that met SQLite's lock held by another process beyond
+    /// `busy_timeout` passes: it is answered 503 with a short
+    /// `Retry-After`, told as the database stopping it, never as a 500.
+    #[tokio::test]
+    async fn a_lock_held_elsewhere_too_long_is_a_503_to_retry_soon() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("db").display());
+        let mut holder = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let mut writer = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("PRAGMA busy_timeout = 0")
+            .execute(&mut writer)
+            .await
+            .unwrap();
+        let mut refused = Vec::new();
+        for _ in 0..2 {
+            let err = sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut writer)
+                .await
+                .unwrap_err();
+            assert!(crate::db::interrupted(&err), "{err}");
+            refused.push(err);
+        }
+        // Directly, wrapped as the write paths wrap it, and as the SQLite
+        // writer tells the members of a batch that failed so.
+        let told = std::io::Error::new(std::io::ErrorKind::ResourceBusy, "database is locked");
+        for err in [
+            AppError::from(refused.remove(0)),
+            AppError::Internal(anyhow::Error::new(refused.remove(0)).context("creating a widget")),
+            AppError::Database(sqlx::Error::Io(told)),
+        ] {
+            let (status, body) = err.to_body();
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(body["error"]["code"], "storage_unavailable");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.contains("stopped this request"), "{message}");
+            let response = err.into_response();
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
     }
 }

@@ -330,6 +330,22 @@ pub fn connection_lost(err: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether the database stopped the statement before it finished, for a
+/// reason that passes: a `statement_timeout` or `lock_timeout`, a cancel by
+/// an administrator, a deadlock PostgreSQL broke, or SQLite's lock held by
+/// another process beyond `busy_timeout`. The transaction was rolled back,
+/// so the request can be retried at once.
+pub fn interrupted(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            sqlite::is_busy_error(db.as_ref()) || postgres::is_interrupted(db.as_ref())
+        }
+        // How the SQLite writer tells the members of a batch that failed so.
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::ResourceBusy,
+        _ => false,
+    }
+}
+
 /// Whether the database says its data is damaged: SQLite's CORRUPT or
 /// NOTADB, PostgreSQL's `data_corrupted` or `index_corrupted`.
 pub fn is_corrupt(err: &sqlx::Error) -> bool {

@@ -86,15 +86,22 @@ pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static))
 
 /// PostgreSQL's connection_exception class (08…), admin_shutdown (57P01,
 /// `pg_terminate_backend` or a fast shutdown), crash_shutdown (57P02),
-/// cannot_connect_now (57P03, starting up), too_many_connections (53300),
-/// and deadlock_detected (40P01: the server rolled this transaction back to
-/// break a wait-for circle between concurrent writers; retrying succeeds).
+/// cannot_connect_now (57P03, starting up) and too_many_connections (53300).
 pub(super) fn is_connection_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
         .is_some_and(|e| {
-            e.code().starts_with("08")
-                || matches!(e.code(), "57P01" | "57P02" | "57P03" | "53300" | "40P01")
+            e.code().starts_with("08") || matches!(e.code(), "57P01" | "57P02" | "57P03" | "53300")
         })
+}
+
+/// PostgreSQL stopped the statement and rolled its transaction back, for a
+/// reason that passes: query_canceled (57014: `statement_timeout` or
+/// `pg_cancel_backend`), lock_not_available (55P03: `lock_timeout`) and
+/// deadlock_detected (40P01: the server broke a wait-for circle between
+/// concurrent writers). Retrying succeeds.
+pub(super) fn is_interrupted(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    err.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some_and(|e| matches!(e.code(), "57014" | "55P03" | "40P01"))
 }
 
 /// The channel on which every daemon hears which session changed.

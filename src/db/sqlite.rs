@@ -119,6 +119,18 @@ pub(super) fn is_storage_error(err: &(dyn sqlx::error::DatabaseError + 'static))
         .is_some_and(|code| [SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL].contains(&(code & 0xff)))
 }
 
+/// SQLite's BUSY and LOCKED: another connection (the CLI, a backup) held
+/// the lock beyond `busy_timeout`. Nothing was written; retrying succeeds
+/// once it lets go.
+pub(super) fn is_busy_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    const SQLITE_BUSY: i64 = 5;
+    const SQLITE_LOCKED: i64 = 6;
+    err.try_downcast_ref::<sqlx::sqlite::SqliteError>()
+        .and_then(sqlx::error::DatabaseError::code)
+        .and_then(|code| code.parse::<i64>().ok())
+        .is_some_and(|code| [SQLITE_BUSY, SQLITE_LOCKED].contains(&(code & 0xff)))
+}
+
 /// Creates the database file readable by its owner only (SQLite gives the
 /// -wal and -shm files the same mode). An existing file is left alone.
 fn create_private_file(path: &Path) -> anyhow::Result<()> {

@@ -421,12 +421,13 @@ async fn abort_batch(state: &mut State, why: &sqlx::Error) {
     }
 }
 
-/// What every member of a failed batch is told: a full or read-only disk
-/// keeps its meaning as an I/O error kind.
+/// What every member of a failed batch is told: a full or read-only disk,
+/// and a lock held elsewhere too long, keep their meaning as I/O error kinds.
 fn failure(err: &sqlx::Error) -> Failure {
     let kind = match err {
         sqlx::Error::Io(io) => io.kind(),
         _ if super::storage_unavailable(err) => std::io::ErrorKind::StorageFull,
+        _ if super::interrupted(err) => std::io::ErrorKind::ResourceBusy,
         _ => std::io::ErrorKind::Other,
     };
     (kind, Arc::from(err.to_string()))

@@ -232,6 +232,26 @@ async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep(
 /// The deployment's write lock (`WRITE_LOCK` in `src/db/pg_write.rs`).
 const WRITE_LOCK: i64 = 0x7769_6467_6574_6401;
 
+/// Holds the deployment's write lock alone on a connection of `app`'s own
+/// read pool, as `keys rotate` does: every write transaction waits for it.
+async fn hold_write_lock(app: &TestApp) -> sqlx::pool::PoolConnection<sqlx::Any> {
+    let mut holder = app.state.db.read.acquire().await.unwrap();
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_lock($1)) AS held")
+        .bind(WRITE_LOCK)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder
+}
+
+async fn release_write_lock(mut holder: sqlx::pool::PoolConnection<sqlx::Any>) {
+    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_unlock($1)) AS released")
+        .bind(WRITE_LOCK)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_usable() {
     let app = spawn_postgres_app().await;
@@ -241,19 +261,16 @@ async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_us
     // taken in the same simple query as a `BEGIN` before it, a cancelled
     // wait would leave the connection in an aborted transaction that sqlx
     // does not know of, and later queries on it would fail.
-    let mut holder = app.state.db.read.acquire().await.unwrap();
-    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_lock($1)) AS held")
-        .bind(WRITE_LOCK)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = hold_write_lock(&app).await;
     let waiting = (0..8).map(|i| {
         let (app, scene) = (&app, &scene);
         async move {
             let body = json!({ "names": [format!("WAITING_{i}")], "reason": "waits" });
-            app.request_env_vars(&scene.agent, &scene.session, &body)
-                .await
-                .status()
+            refusal(
+                app.request_env_vars(&scene.agent, &scene.session, &body)
+                    .await,
+            )
+            .await
         }
     });
     let waiting = futures_util::future::join_all(waiting);
@@ -274,15 +291,14 @@ async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_us
         ))
         .await
     };
-    let (statuses, cancelled) = tokio::join!(waiting, cancel);
+    let (refusals, cancelled) = tokio::join!(waiting, cancel);
     assert!(cancelled >= 8, "{cancelled} cancelled");
-    assert!(statuses.iter().all(|s| !s.is_success()), "{statuses:?}");
-    sqlx::query("SELECT 1 FROM (SELECT pg_advisory_unlock($1)) AS released")
-        .bind(WRITE_LOCK)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
-    drop(holder);
+    // A cancelled statement passes: 503 with a short Retry-After, never a
+    // 500 that reads as widgetd's own failure.
+    for refusal in &refusals {
+        assert_retry_soon(refusal);
+    }
+    release_write_lock(holder).await;
 
     // No connection of the pool was left inside an aborted transaction:
     // writes and reads on all of them succeed.
@@ -312,5 +328,64 @@ async fn writes_cancelled_while_waiting_for_their_lock_leave_every_connection_us
             .await,
         20,
         "the cancelled writes left nothing behind"
+    );
+}
+
+/// A refusal as the client sees it: status, `Retry-After`, error code and
+/// message.
+async fn refusal(response: reqwest::Response) -> (StatusCode, Option<String>, Value) {
+    let status = response.status();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = response.json::<Value>().await.unwrap_or(Value::Null);
+    (status, retry, body)
+}
+
+/// The database stopped the request, which the client may retry at once.
+fn assert_retry_soon((status, retry, body): &(StatusCode, Option<String>, Value)) {
+    assert_eq!(*status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(retry.as_deref(), Some("1"), "{body}");
+    assert_eq!(body["error"]["code"], "storage_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Retry in a moment"), "{message}");
+}
+
+#[tokio::test]
+async fn a_write_past_the_operators_lock_timeout_is_a_503_and_changes_nothing() {
+    // An operator who sets `lock_timeout` on widgetd's role or in its URL
+    // (`?options=-c lock_timeout=…`) bounds how long a write waits.
+    let first = spawn_postgres_app().await;
+    let url = crate::backend::postgres_url(&first.dir.path().join("data")).unwrap();
+    let bounded = format!("{url}?options=-c%20lock_timeout%3D200ms");
+    let app = crate::helpers::spawn_app_on(first.dir.clone(), &bounded).await;
+    let scene = scene(&app, "alice").await;
+    let body = json!({ "names": ["BEFORE"], "reason": "before" });
+    let before = app
+        .request_env_vars(&scene.agent, &scene.session, &body)
+        .await;
+    assert_eq!(before.status(), StatusCode::CREATED);
+
+    let holder = hold_write_lock(&app).await;
+    let body = json!({ "names": ["BLOCKED"], "reason": "waits" });
+    let blocked = refusal(
+        app.request_env_vars(&scene.agent, &scene.session, &body)
+            .await,
+    )
+    .await;
+    assert_retry_soon(&blocked);
+    release_write_lock(holder).await;
+
+    // The same request succeeds once the lock is let go, and the refused
+    // one left nothing behind.
+    let retried = app
+        .request_env_vars(&scene.agent, &scene.session, &body)
+        .await;
+    assert_eq!(retried.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.count("SELECT count(*) FROM widgets WHERE kind = 'env_vars'")
+            .await,
+        2
     );
 }
