@@ -57,7 +57,8 @@ pub fn postgres_dir() -> TestDir {
     postgres_dir_on(postgres_server().unwrap_or_else(|| DEFAULT_POSTGRES.to_owned()))
 }
 
-fn postgres_dir_on(server: String) -> TestDir {
+/// A fresh data dir whose database is made on the server at `server`.
+pub fn postgres_dir_on(server: String) -> TestDir {
     let dir = tempfile::tempdir().unwrap();
     DIRS.lock().unwrap().push(Registered {
         root: dir.path().to_owned(),

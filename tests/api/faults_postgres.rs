@@ -4,18 +4,25 @@
 //! `Retry-After`, never `500`; the daemons reconnect by themselves;
 //! nothing acknowledged is lost; the audit chain verifies.
 //!
-//! Runs on the server of `WIDGETD_TEST_POSTGRES` (else the one on
-//! 127.0.0.1:5432) whatever the other tests run on. The server itself is
-//! not restarted: that would disturb every other test using it.
+//! The same load while the server itself restarts (`pg_ctl restart -m
+//! fast`): the same promises hold.
+//!
+//! The cut runs on the server of `WIDGETD_TEST_POSTGRES` (else the one on
+//! 127.0.0.1:5432) whatever the other tests run on; the restart on a
+//! server of the test's own (`crate::pg_server`), since restarting the
+//! shared one would disturb every other test using it.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, client, widgetd};
+use crate::backend::TestDir;
+use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, client, event_stream, widgetd};
+use crate::pg_server::PrivateServer;
 use crate::throughput::Driver;
 
 /// What the load saw.
@@ -30,28 +37,33 @@ struct Seen {
     other: Vec<String>,
 }
 
-/// An agent's session, retried while the database is cut off.
-async fn session(http: &reqwest::Client, url: &str, host: &str) -> (String, String) {
+/// The body of the first 201 to `request`, retried while the database is
+/// away (at most a minute).
+async fn created(what: &str, request: impl Fn() -> reqwest::RequestBuilder) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let r = http
-            .post(format!("{url}/api/v1/sessions"))
-            .bearer_auth(host)
-            .json(&json!({ "title": "fault" }))
-            .send()
-            .await;
-        if let Ok(r) = r
+        if let Ok(r) = request().send().await
             && r.status() == StatusCode::CREATED
         {
-            let body: Value = r.json().await.unwrap();
-            return (
-                body["session_id"].as_str().unwrap().to_owned(),
-                body["agent_token"].as_str().unwrap().to_owned(),
-            );
+            return r.json().await.unwrap();
         }
-        assert!(Instant::now() < deadline, "no session could be created");
+        assert!(Instant::now() < deadline, "no {what} could be created");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// An agent's session, retried while the database is cut off.
+async fn session(http: &reqwest::Client, url: &str, host: &str) -> (String, String) {
+    let body = created("session", || {
+        http.post(format!("{url}/api/v1/sessions"))
+            .bearer_auth(host)
+            .json(&json!({ "title": "fault" }))
+    })
+    .await;
+    (
+        body["session_id"].as_str().unwrap().to_owned(),
+        body["agent_token"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// Creates widgets on the daemon at `url` until `stop`, recording every
@@ -107,9 +119,17 @@ async fn until_acknowledged(seen: &Mutex<Seen>, n: usize, what: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_nothing() {
-    let tmp = crate::backend::postgres_dir();
+/// Two daemons on the database of `tmp` under load from 8 creators while
+/// `fault` strikes the server; then what every fault must leave true:
+/// only 201 or `503 storage_unavailable` with `Retry-After` was answered,
+/// at least one request was caught, writes resumed by themselves, an event
+/// stream opened before the fault hears a widget created on the other
+/// daemon after it (the `LISTEN` wake-ups resumed), nothing acknowledged
+/// was lost, and the audit chain verifies.
+async fn under_load<F: Future<Output = ()>>(
+    tmp: TestDir,
+    fault: impl FnOnce(PathBuf, Arc<Mutex<Seen>>) -> F,
+) {
     let dir = tmp.path().join("data");
     let a = Daemon::start(&dir, tmp.path(), "a");
     let b = Daemon::start(&dir, tmp.path(), "b");
@@ -129,27 +149,26 @@ async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_no
         }
     }
     until_acknowledged(&seen, 40, "the load made no progress").await;
+    // A person watching a session on daemon B.
+    let http = client();
+    let (watched, agent) = session(&http, &a.url, &host).await;
+    let stream = event_stream(&http, &b.url, &watched, &host).await;
 
-    // An administrator cuts every connection of both daemons, a few times
-    // over so that requests in flight are caught.
-    let admin = crate::helpers::open_data(&dir).await.db;
-    for _ in 0..3 {
-        let cut: Vec<bool> = sqlx::query_scalar(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid() \
-             AND backend_type = 'client backend'",
-        )
-        .fetch_all(&admin.write)
-        .await
-        .unwrap();
-        assert!(cut.len() >= 2, "both daemons were connected: {cut:?}");
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    admin.close().await;
+    fault(dir.clone(), seen.clone()).await;
 
     // Writes resume by themselves.
-    let after_cut = acknowledged(&seen).await;
-    until_acknowledged(&seen, after_cut + 40, "writes did not resume after the cut").await;
+    let after = acknowledged(&seen).await;
+    until_acknowledged(&seen, after + 40, "writes did not resume after the fault").await;
+    // And so do the wake-ups: a widget created on A reaches a stream
+    // opened on B now at once, well before the stream's own re-read (10 s
+    // after it opened) would find it; the stream opened before the fault
+    // stayed open and hears it too.
+    let fresh = event_stream(&http, &b.url, &watched, &host).await;
+    let created = create_on(&http, &a.url, &watched, &agent).await;
+    let heard = heard_within(fresh, &created, Duration::from_secs(5)).await;
+    assert!(heard, "B was not woken by {created}\n{}", log());
+    let heard = heard_within(stream, &created, Duration::from_secs(20)).await;
+    assert!(heard, "B's stream from before the fault ended\n{}", log());
     *stop.lock().unwrap() = true;
     for worker in workers {
         tokio::time::timeout(Duration::from_secs(60), worker)
@@ -162,6 +181,11 @@ async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_no
     b.stop();
 
     let seen = std::mem::take(&mut *seen.lock().unwrap());
+    eprintln!(
+        "{} acknowledged, {} answered 503",
+        seen.acknowledged.len(),
+        seen.unavailable
+    );
     assert!(
         seen.other.is_empty(),
         "answers other than 201 or 503: {:?}\n{logs}",
@@ -174,7 +198,7 @@ async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_no
     );
     assert!(
         seen.unavailable > 0,
-        "no request was caught by the cut; the test proved nothing"
+        "no request was caught by the fault; the test proved nothing"
     );
 
     // Nothing acknowledged was lost, and the chain verifies.
@@ -196,4 +220,75 @@ async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_no
         .args(["audit", "verify"])
         .output_within(COMMAND_LIMIT);
     assert!(verify.status.success(), "{verify:?}");
+}
+
+/// Creates a widget in `session`, retrying while the database is away.
+async fn create_on(http: &reqwest::Client, url: &str, session: &str, agent: &str) -> String {
+    let body = created("widget", || {
+        http.post(format!("{url}/api/v1/sessions/{session}/widgets/env-vars"))
+            .bearer_auth(agent)
+            .json(&json!({ "names": ["WATCHED_KEY"], "reason": "to be seen on B" }))
+    })
+    .await;
+    body["widget_id"].as_str().unwrap().to_owned()
+}
+
+/// Whether `needle` comes on the event stream within `limit`.
+async fn heard_within(mut stream: reqwest::Response, needle: &str, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut text = String::new();
+    while !text.contains(needle) {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_nothing() {
+    under_load(crate::backend::postgres_dir(), |dir, _| async move {
+        // An administrator cuts every connection of both daemons, a few
+        // times over so that requests in flight are caught.
+        let admin = crate::helpers::open_data(&dir).await.db;
+        for _ in 0..3 {
+            let cut: Vec<bool> = sqlx::query_scalar(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                 AND backend_type = 'client backend'",
+            )
+            .fetch_all(&admin.write)
+            .await
+            .unwrap();
+            assert!(cut.len() >= 2, "both daemons were connected: {cut:?}");
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        admin.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restarted_under_load_answers_503_and_the_daemons_reconnect_losing_nothing() {
+    // A server of the test's own: restarting the shared one would cut
+    // every other test.
+    let server = PrivateServer::start();
+    let tmp = crate::backend::postgres_dir_on(server.url());
+    let restarting = &server;
+    under_load(tmp, |_, seen| async move {
+        // Until a request in flight was caught (twice at least, at most
+        // ten times).
+        for restart in 1..=10 {
+            let started = Instant::now();
+            tokio::task::block_in_place(|| restarting.restart());
+            eprintln!("restart {restart} took {:?}", started.elapsed());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if restart >= 2 && seen.lock().unwrap().unavailable > 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(server.log().contains("database system is ready"));
 }

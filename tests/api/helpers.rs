@@ -624,6 +624,23 @@ pub async fn login_at(client: &Client, url: &str, user: &str) -> Browser {
     }
 }
 
+/// Opens the event stream of `session` on the daemon at `url`.
+pub async fn event_stream(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    host: &str,
+) -> reqwest::Response {
+    let stream = http
+        .get(format!("{url}/api/v1/sessions/{session}/events"))
+        .bearer_auth(host)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), reqwest::StatusCode::OK);
+    stream
+}
+
 /// The real `widgetd serve` as a child process on 127.0.0.1:0, logging to files.
 pub struct Daemon {
     pub child: std::process::Child,

@@ -38,6 +38,7 @@ mod ops_docs;
 mod pages;
 mod payloads;
 mod pg_concurrency;
+mod pg_server;
 mod proxy;
 mod questions;
 mod replies;

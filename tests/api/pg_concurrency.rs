@@ -54,15 +54,7 @@ async fn create_at_once(
 
 /// Opens the session's event stream on `app`.
 async fn open_stream(app: &TestApp, session: &str, host: &str) -> reqwest::Response {
-    let stream = app
-        .client
-        .get(format!("{}/api/v1/sessions/{session}/events", app.url))
-        .bearer_auth(host)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), StatusCode::OK);
-    stream
+    crate::helpers::event_stream(&app.client, &app.url, session, host).await
 }
 
 /// Reads `stream` until the event `last` arrives; returns the ids seen.

@@ -1,0 +1,152 @@
+//! A PostgreSQL server of one test's own, for faults that would disturb
+//! every other test on the shared server: restarting it under load.
+//!
+//! Made with the machine's PostgreSQL binaries (`pg_config --bindir`, the
+//! `postgresql` package that also runs the shared server): `initdb` into a
+//! temporary dir, `pg_ctl start` on a free loopback port with its socket in
+//! that dir, `pg_ctl restart -m fast` as an operator restarts it, and an
+//! immediate stop when dropped. PostgreSQL refuses to run as root, so under
+//! root every command runs as the `postgres` user (`runuser`).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+/// A running server of this test's own.
+pub struct PrivateServer {
+    dir: TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+impl PrivateServer {
+    /// Creates and starts the server; panics naming what is missing.
+    pub fn start() -> PrivateServer {
+        let bin = bindir();
+        let dir = tempfile::tempdir().unwrap();
+        if is_root() {
+            // The server's own user must own its files and socket dir.
+            let status = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(status.success(), "chown of the server's dir failed");
+        }
+        let server = PrivateServer {
+            port: free_port(),
+            dir,
+            bin,
+        };
+        let mut initdb = server.command("initdb");
+        initdb.args([
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "-D",
+        ]);
+        checked(initdb.arg(server.data()));
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {}",
+            server.port,
+            server.dir.path().display()
+        );
+        server.pg_ctl(&["start", "-o", &options]);
+        server
+    }
+
+    /// The URL of its `postgres` database.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Restarts it as an operator does: a fast shutdown (every session is
+    /// terminated, the checkpoint written), then a start with the same
+    /// options; returns once it accepts connections again.
+    pub fn restart(&self) {
+        self.pg_ctl(&["restart", "-m", "fast"]);
+    }
+
+    /// The server's log, for a failing test's message.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs `pg_ctl` with `args`, waiting for it to finish its work.
+    fn pg_ctl(&self, args: &[&str]) -> Output {
+        let mut pg_ctl = self.command("pg_ctl");
+        // `-l`: the server's output goes to its log, never to this pipe,
+        // which would stay open as long as the server runs.
+        pg_ctl.args(["-w", "-t", "60", "-l"]);
+        pg_ctl.arg(self.dir.path().join("server.log"));
+        checked(pg_ctl.arg("-D").arg(self.data()).args(args))
+    }
+
+    /// One of the server's tools, run as the server's user.
+    fn command(&self, tool: &str) -> Command {
+        let mut command = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(self.bin.join(tool));
+            c
+        } else {
+            Command::new(self.bin.join(tool))
+        };
+        command.current_dir(self.dir.path());
+        command
+    }
+}
+
+/// Runs `command`; panics with its output unless it succeeded.
+fn checked(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let mut stop = self.command("pg_ctl");
+        stop.args(["-w", "-t", "60", "-D"]).arg(self.data());
+        let _ = stop.args(["stop", "-m", "immediate"]).output();
+    }
+}
+
+/// The PostgreSQL binaries' dir, from `pg_config`.
+fn bindir() -> PathBuf {
+    let output = Command::new("pg_config").arg("--bindir").output().expect(
+        "pg_config was not found: install PostgreSQL's server (Debian: postgresql) to run the \
+         tests that restart a server of their own",
+    );
+    let bin = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    assert!(
+        bin.join("initdb").exists() && bin.join("pg_ctl").exists(),
+        "{} has no initdb or pg_ctl: install PostgreSQL's server (Debian: postgresql)",
+        bin.display()
+    );
+    bin
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
