@@ -126,6 +126,31 @@ impl<'q> Script<'q> {
         Ok(())
     }
 
+    /// Sends the writes as `tx`'s last and commits it. On SQLite the
+    /// statement also ends the member's savepoint, which saves the commit a
+    /// hop to the writer's thread of its own; the steps added with
+    /// [`Script::then`] run first, so that the writer's memory they change
+    /// is forgotten, and read again, should the writes fail or their caller
+    /// give up partway.
+    pub async fn commit(mut self, mut tx: WriteTx) -> sqlx::Result<()> {
+        let then = std::mem::take(&mut self.then);
+        let release = tx.release_sql().filter(|_| !self.writes.is_empty());
+        if let Some(release) = release {
+            for step in then {
+                step(&mut tx);
+            }
+            self.writes.push(("release", release.to_owned()));
+            self.run_on(&mut tx).await?;
+            tx.released();
+        } else {
+            self.run_on(&mut tx).await?;
+            for step in then {
+                step(&mut tx);
+            }
+        }
+        tx.commit().await
+    }
+
     /// Sends the writes on `conn`, a script without steps to follow.
     pub async fn run_on(self, conn: &mut AnyConnection) -> sqlx::Result<()> {
         debug_assert!(self.then.is_empty(), "steps need a WriteTx");

@@ -87,6 +87,24 @@ impl WriteTx {
         }
     }
 
+    /// On SQLite, what this transaction's last write may end with to end its
+    /// savepoint in the same hop (`writer::RELEASE`), after which it writes
+    /// nothing more: when others wait to join its batch. `None` when its
+    /// commit will likely end the batch, and on PostgreSQL.
+    pub(super) fn release_sql(&self) -> Option<&'static str> {
+        match &self.0 {
+            Inner::Member(member) if member.followed() => Some(super::writer::RELEASE),
+            Inner::Member(_) | Inner::Postgres(..) => None,
+        }
+    }
+
+    /// The last write carried [`WriteTx::release_sql`] and succeeded.
+    pub(super) fn released(&mut self) {
+        if let Inner::Member(member) = &mut self.0 {
+            member.released();
+        }
+    }
+
     /// Undoes this transaction's work (and nothing else in its batch).
     pub async fn rollback(self) -> sqlx::Result<()> {
         match self.0 {

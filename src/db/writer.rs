@@ -15,8 +15,9 @@
 //! Each hop to SQLite's worker thread costs more CPU than most statements
 //! it carries, so the writer spends as few as it can: a batch opens with
 //! one (`BEGIN IMMEDIATE; SAVEPOINT member; PRAGMA data_version`), a member
-//! that hands on releases its savepoint and opens the next one in one, and
-//! the last member's `COMMIT` releases its savepoint with the batch. The
+//! that hands on releases its savepoint and opens the next one in one (or
+//! in the hop of its last write, `db::Script::commit`), and the last
+//! member's `COMMIT` releases its savepoint with the batch. The
 //! writer also keeps the rows only it writes in memory (`memo.rs`).
 //!
 //! On PostgreSQL there is no batch: each write transaction is a plain
@@ -135,14 +136,42 @@ pub(super) struct Member {
     writer: Arc<Writer>,
     guard: Option<OwnedMutexGuard<State>>,
     done: watch::Receiver<Outcome>,
+    /// Its last write ended its savepoint ([`RELEASE`]): nothing more is
+    /// written, and its commit needs no hop of its own.
+    released: bool,
 }
 
+/// What a member's last write may carry to end its savepoint and open the
+/// next member's in the same hop ([`Member::released`]). Should the write
+/// fail or be cancelled partway, the member's undo finds either its own
+/// savepoint (and undoes its writes) or, past the release, the next one
+/// (and the writes stand, as a commit whose answer was lost); one that
+/// finds none rolls the batch back.
+pub(super) const RELEASE: &str = "RELEASE member; SAVEPOINT member";
+
 impl Member {
+    /// Whether others wait for the writer, so that this member will likely
+    /// hand the batch on rather than commit it (which ends its savepoint
+    /// with the `COMMIT`, no [`RELEASE`] needed).
+    pub(super) fn followed(&self) -> bool {
+        self.writer.queued() > 0
+    }
+
+    /// The member's last write carried [`RELEASE`] and succeeded.
+    pub(super) fn released(&mut self) {
+        self.released = true;
+    }
+
     pub(super) async fn commit(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         let mut done = self.done.clone();
+        let ended = if self.released {
+            Ended::Released
+        } else {
+            Ended::Keep
+        };
         // Spawned: a caller cancelled halfway must not leave the batch open.
-        tokio::spawn(leave(self.writer.clone(), guard, true))
+        tokio::spawn(leave(self.writer.clone(), guard, ended))
             .await
             .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??;
         let outcome = done.wait_for(Option::is_some).await.map_err(|_| {
@@ -159,7 +188,7 @@ impl Member {
 
     pub(super) async fn rollback(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
-        tokio::spawn(leave(self.writer.clone(), guard, false))
+        tokio::spawn(leave(self.writer.clone(), guard, Ended::Undo))
             .await
             .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
     }
@@ -182,6 +211,7 @@ impl Member {
     }
 
     pub(super) fn conn(&mut self) -> &mut AnyConnection {
+        debug_assert!(!self.released, "a member writes nothing after its release");
         let state = self
             .guard
             .as_mut()
@@ -201,7 +231,7 @@ impl Drop for Member {
         // Without a runtime the savepoint stays marked open and the next
         // member undoes it before starting its own.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(leave(self.writer.clone(), guard, false));
+            runtime.spawn(leave(self.writer.clone(), guard, Ended::Undo));
         }
     }
 }
@@ -245,6 +275,7 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
         writer,
         guard: Some(guard),
         done,
+        released: false,
     })
 }
 
@@ -292,24 +323,43 @@ async fn open_batch(pool: &AnyPool, state: &mut State) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// How a member leaves the batch.
+#[derive(Clone, Copy, PartialEq)]
+enum Ended {
+    /// Its work stands: its savepoint is released.
+    Keep,
+    /// Its work stands, and its last write already released its savepoint
+    /// and opened the next one ([`RELEASE`]).
+    Released,
+    /// Its work is undone.
+    Undo,
+}
+
 /// Ends a member's savepoint (kept or undone), then commits the batch now or
 /// makes sure a later task will.
 async fn leave(
     writer: Arc<Writer>,
     mut guard: OwnedMutexGuard<State>,
-    keep: bool,
+    ended: Ended,
 ) -> sqlx::Result<()> {
     let state = &mut *guard;
     let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
     let close = writer.queued.load(Ordering::SeqCst) == 0 || batch.members >= MAX_MEMBERS;
+    let keep = ended != Ended::Undo;
     if keep && close {
-        // COMMIT releases the member's savepoint with the whole batch.
+        // COMMIT ends the member's savepoint (or the next one, opened by
+        // its last write) with the whole batch.
         state.in_savepoint = false;
         state.memo.keep_member();
         commit_batch(state).await;
         return Ok(());
     }
-    let ended = if keep {
+    let ended = if ended == Ended::Released {
+        state.in_savepoint = false;
+        state.memo.keep_member();
+        state.spare = true;
+        Ok(())
+    } else if keep {
         let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
         let released = conn
             .execute(sqlx::raw_sql("RELEASE member; SAVEPOINT member"))

@@ -11,7 +11,7 @@ use tracing::instrument;
 use super::engine::{after_resolution, live, refused_once_settled};
 use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
-use super::notices::notify;
+use super::notices::{notified, queue};
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
 use crate::db::{Dialect, Script, WriteTx};
@@ -82,8 +82,7 @@ pub async fn create_living<R: Request>(
         pending = None;
     }
     let loaded = Stored::<R::Kind>(params);
-    insert_widget(&mut tx, state, &widget, &loaded, pending, &cause).await?;
-    tx.commit().await?;
+    insert_widget(tx, state, &widget, &loaded, pending, &cause).await?;
     state.hub.publish(&session.id);
     Ok(Created {
         widget_id: widget.id,
@@ -140,22 +139,23 @@ async fn check_pending_cap(
 
 /// Writes a new widget with its transcript message, `widget:created` event
 /// and audit row (and on SQLite the agent's rate bucket), sent as one
-/// statement (`db::Script`); a widget born terminal also gets its prompt at
-/// once.
+/// statement (`db::Script`), and commits; a widget born terminal also gets
+/// its prompt at once. A pending widget with no webhook or Slack to tell
+/// is committed with that statement (`Script::commit`).
 async fn insert_widget(
-    tx: &mut WriteTx,
+    mut tx: WriteTx,
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     pending: Option<i64>,
     cause: &Cause<'_>,
 ) -> AppResult<()> {
-    let mut script = Script::new(Dialect::of(tx));
+    let mut script = Script::new(Dialect::of(&tx));
     if let Actor::Agent(session) = cause.actor {
-        crate::limits::take_agent_into(tx, &mut script, session).await?;
+        crate::limits::take_agent_into(&mut tx, &mut script, session).await?;
     }
     if widget.status == WidgetStatus::Pending {
-        check_pending_cap(tx, &widget.session_id, pending).await?;
+        check_pending_cap(&mut tx, &widget.session_id, pending).await?;
     }
     let mut created =
         json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
@@ -165,7 +165,7 @@ async fn insert_widget(
     }
     store::insert_into(&mut script, widget);
     events::record_into(
-        tx,
+        &mut tx,
         &mut script,
         &widget.session_id,
         "widget:created",
@@ -180,16 +180,30 @@ async fn insert_widget(
         detail: Some(format!("kind={}", widget.kind)),
         ..Default::default()
     };
-    audit::append_into(tx, &mut script, cause.actor, cause.client, entry).await?;
-    script.run(tx).await?;
+    audit::append_into(&mut tx, &mut script, cause.actor, cause.client, entry).await?;
     if widget.status == WidgetStatus::Pending {
-        let pending = WidgetStatus::Pending;
-        notify(tx, state, widget, loaded, "widget.created", pending).await?;
+        let notified = notified(&mut tx, state).await?;
+        if !notified.webhooks && !notified.slack {
+            return Ok(script.commit(tx).await?);
+        }
+        script.run(&mut tx).await?;
+        let event = ("widget.created", WidgetStatus::Pending);
+        queue(&mut tx, state, widget, loaded, event, notified).await?;
     } else {
+        script.run(&mut tx).await?;
         let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
             serde_json::from_str(r).unwrap_or(Value::Null)
         });
-        after_resolution(tx, state, widget, loaded, widget.status, &result, cause).await?;
+        after_resolution(
+            &mut tx,
+            state,
+            widget,
+            loaded,
+            widget.status,
+            &result,
+            cause,
+        )
+        .await?;
     }
-    Ok(())
+    Ok(tx.commit().await?)
 }

@@ -22,6 +22,19 @@ pub(super) async fn notify(
     event: &'static str,
     status: WidgetStatus,
 ) -> AppResult<()> {
+    let notified = notified(tx, state).await?;
+    queue(tx, state, widget, loaded, (event, status), notified).await
+}
+
+/// [`notify`] where `notified` was read already.
+pub(super) async fn queue(
+    tx: &mut WriteTx,
+    state: &Core,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    (event, status): (&'static str, WidgetStatus),
+    notified: Notified,
+) -> AppResult<()> {
     let notice = crate::webhooks::Notice {
         event,
         session: &widget.session_id,
@@ -30,7 +43,6 @@ pub(super) async fn notify(
         status: status.as_str(),
         names: loaded.env_names(),
     };
-    let notified = notified(tx, state).await?;
     if notified.webhooks {
         crate::webhooks::enqueue(tx, &state.settings, &notice).await?;
     }
@@ -49,7 +61,7 @@ pub(super) async fn notify(
 /// it is read without the epoch: waiting for an epoch read inside the
 /// transaction would, on PostgreSQL, need another connection of the pool
 /// the transaction holds one of.
-async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<Notified> {
+pub(super) async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<Notified> {
     let epoch = state.auth_cache.epoch_if_read(state.db.backend());
     if let Some(known) = epoch.and_then(|epoch| state.auth_cache.notified(epoch)) {
         return Ok(known);

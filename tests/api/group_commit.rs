@@ -1,9 +1,10 @@
 //! Group commit on a real database file: members of one batch succeed or
 //! fail on their own, and a failed outer COMMIT reaches every member.
 
+use std::future::Future;
 use std::time::Duration;
 
-use widgetd::db::Db;
+use widgetd::db::{Db, Dialect, Script};
 
 async fn scratch_db() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
@@ -184,6 +185,17 @@ async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
     assert_eq!(keys(&db).await, ["a", "b", "c", "d"]);
 }
 
+/// The actions of the audit log, oldest first.
+async fn audit_actions(db: &Db) -> Vec<String> {
+    let mut conn = db.read.acquire().await.unwrap();
+    widgetd::audit::list(&mut conn, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.action)
+        .collect()
+}
+
 /// The writer remembers the audit chain's head between its transactions:
 /// a member whose savepoint is undone, and another process appending to
 /// the same file (the CLI beside a running daemon), must not leave it
@@ -213,17 +225,141 @@ async fn the_remembered_audit_head_follows_undone_members_and_other_writers() {
     append(&cli, "test.outside").await.commit().await.unwrap();
     append(&daemon, "test.third").await.commit().await.unwrap();
 
-    let mut conn = daemon.read.acquire().await.unwrap();
-    let rows: Vec<String> = audit::list(&mut conn, None, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|row| row.action)
-        .collect();
+    let rows = audit_actions(&daemon).await;
     assert_eq!(
         rows,
         ["test.first", "test.second", "test.outside", "test.third"]
     );
+    let mut conn = daemon.read.acquire().await.unwrap();
+    let verified = audit::verify(&mut conn).await.unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
+}
+
+/// A script of inserts into `item`, one per key.
+fn inserts(keys: &[&str]) -> Script<'static> {
+    let mut script = Script::new(Dialect::Sqlite);
+    for key in keys {
+        let key = (*key).to_owned();
+        script.push("item", "INSERT INTO item (k) VALUES ($1)", |v| {
+            v.add(key);
+        });
+    }
+    script
+}
+
+/// A member whose last write also ends its savepoint (`Script::commit`)
+/// stands with its batch, and one whose last write fails partway is undone
+/// alone: the statement's release never ran, so its own savepoint is the
+/// one undone.
+#[tokio::test]
+async fn a_last_write_that_ends_the_savepoint_keeps_members_apart() {
+    let (_dir, db) = scratch_db().await;
+    let seed = db.begin_write().await.unwrap();
+    inserts(&["taken"]).commit(seed).await.unwrap();
+
+    let first = db.begin_write().await.unwrap();
+    let mut queued = queue_writers(&db, 2).await.into_iter();
+    // Left with others waiting: the batch stays open.
+    let first_done = tokio::spawn(inserts(&["first-a", "first-b"]).commit(first));
+    let failing = queued.next().unwrap().await.unwrap();
+    let conflict = inserts(&["failing-own-row", "taken"])
+        .commit(failing)
+        .await
+        .unwrap_err();
+    assert!(conflict.to_string().contains("UNIQUE"), "{conflict}");
+    let last = queued.next().unwrap().await.unwrap();
+    inserts(&["last"]).commit(last).await.unwrap();
+    first_done.await.unwrap().unwrap();
+
+    assert_eq!(keys(&db).await, ["first-a", "first-b", "last", "taken"]);
+    // The writer goes on: a plain member after them commits.
+    let mut next = db.begin_write().await.unwrap();
+    insert(&mut next, "after").await.unwrap();
+    next.commit().await.unwrap();
+    assert_eq!(keys(&db).await.len(), 5);
+}
+
+/// The writer's memory of the audit chain's head stays true when a
+/// member's last write ends its savepoint: whether that write fails, or its
+/// caller gives up at any point of it (before, during or after the
+/// release), the next row chains to the row that is really last.
+#[tokio::test]
+async fn the_remembered_audit_head_survives_last_writes_that_fail_or_are_abandoned() {
+    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Db::open(&dir.path().join("memo.db")).await.unwrap();
+    daemon.migrate().await.unwrap();
+    async fn appending<'q>(db: &Db, action: &'static str) -> (widgetd::db::WriteTx, Script<'q>) {
+        appending_in(db.begin_write().await.unwrap(), action).await
+    }
+    async fn appending_in<'q>(
+        mut tx: widgetd::db::WriteTx,
+        action: &'static str,
+    ) -> (widgetd::db::WriteTx, Script<'q>) {
+        let mut script = Script::new(Dialect::Sqlite);
+        let entry = Entry {
+            action,
+            ..Default::default()
+        };
+        audit::append_into(
+            &mut tx,
+            &mut script,
+            &Actor::System,
+            &ClientAddr::default(),
+            entry,
+        )
+        .await
+        .unwrap();
+        (tx, script)
+    }
+    let (tx, script) = appending(&daemon, "test.first").await;
+    script.commit(tx).await.unwrap();
+    // Fails after the audit row was written: nothing of it stands.
+    let (tx, mut script) = appending(&daemon, "test.failed").await;
+    script.push(
+        "boom",
+        "INSERT INTO auth_epoch (id, epoch) VALUES (1, 0)",
+        |_| {},
+    );
+    assert!(script.commit(tx).await.is_err());
+    // Abandoned after a while, from at once to after the whole statement
+    // ran: polled once (the statement goes to SQLite's thread, which runs
+    // it on its own), left for 0 to 500 µs, then dropped unpolled.
+    let mut abandoned = 0;
+    let waker = futures_util::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    for wait in 0..100u64 {
+        let (tx, script) = appending(&daemon, "test.abandoned").await;
+        // Another member waits to join the batch: the last write carries
+        // the release.
+        let next = queue_writers(&daemon, 1).await.pop().unwrap();
+        let mut committing = Box::pin(script.commit(tx));
+        if committing.as_mut().poll(&mut cx).is_pending() {
+            abandoned += 1;
+            std::thread::sleep(Duration::from_micros(wait * 5));
+        }
+        drop(committing);
+        let (tx, script) = appending_in(next.await.unwrap(), "test.after").await;
+        script.commit(tx).await.unwrap();
+    }
+    assert!(
+        abandoned > 0,
+        "no commit was abandoned; the test proved nothing"
+    );
+
+    let rows = audit_actions(&daemon).await;
+    // Writes stood though their caller gave up before hearing of them:
+    // the race this guards against happened.
+    let standing = rows.iter().filter(|a| *a == "test.abandoned").count();
+    eprintln!("{abandoned} abandoned, {standing} of them stand");
+    assert!(
+        standing > 0,
+        "none of {abandoned} stood; the test proved nothing"
+    );
+    assert_eq!(rows[0], "test.first");
+    assert!(!rows.contains(&"test.failed".to_owned()));
+    assert_eq!(rows.iter().filter(|a| *a == "test.after").count(), 100);
+    let mut conn = daemon.read.acquire().await.unwrap();
     let verified = audit::verify(&mut conn).await.unwrap();
     assert!(verified.is_ok(), "{verified:?}");
 }
