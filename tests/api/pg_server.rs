@@ -1,8 +1,9 @@
 //! A PostgreSQL server of one test's own, for faults that would disturb
 //! every other test on the shared server: restarting it under load.
 //!
-//! Made with the machine's PostgreSQL binaries (`pg_config --bindir`, the
-//! `postgresql` package that also runs the shared server): `initdb` into a
+//! Made with the machine's PostgreSQL binaries (`pg_config --bindir`, else
+//! `/usr/lib/postgresql/*/bin`: the `postgresql` package that also runs
+//! the shared server): `initdb` into a
 //! temporary dir, `pg_ctl start` on a free loopback port with its socket in
 //! that dir, `pg_ctl restart -m fast` as an operator restarts it, and an
 //! immediate stop when dropped. PostgreSQL refuses to run as root, so under
@@ -125,19 +126,35 @@ impl Drop for PrivateServer {
     }
 }
 
-/// The PostgreSQL binaries' dir, from `pg_config`.
+/// The PostgreSQL binaries' dir: `pg_config --bindir`, else the newest
+/// `/usr/lib/postgresql/*/bin` (Debian's layout, where `pg_config` comes
+/// with the development package).
 fn bindir() -> PathBuf {
-    let output = Command::new("pg_config").arg("--bindir").output().expect(
-        "pg_config was not found: install PostgreSQL's server (Debian: postgresql) to run the \
-         tests that restart a server of their own",
-    );
-    let bin = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-    assert!(
-        bin.join("initdb").exists() && bin.join("pg_ctl").exists(),
-        "{} has no initdb or pg_ctl: install PostgreSQL's server (Debian: postgresql)",
-        bin.display()
-    );
-    bin
+    let from_pg_config = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let debian = || {
+        let mut dirs: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+            .collect();
+        dirs.sort();
+        dirs.pop().map(|(_, bin)| bin)
+    };
+    let has_tools = |bin: &PathBuf| bin.join("initdb").exists() && bin.join("pg_ctl").exists();
+    from_pg_config
+        .filter(has_tools)
+        .or_else(|| debian().filter(has_tools))
+        .expect(
+            "no initdb and pg_ctl were found (pg_config --bindir, /usr/lib/postgresql/*/bin): \
+             install PostgreSQL's server (Debian: postgresql) to run the tests that restart a \
+             server of their own",
+        )
 }
 
 fn is_root() -> bool {
