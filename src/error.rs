@@ -152,8 +152,8 @@ impl Unavailable {
             }
             Self::Interrupted => {
                 "the database stopped this request before it finished (a statement or lock \
-                 timeout, a cancel by its administrator, or another process holding its lock), \
-                 so it may not have been done. Retry in a moment"
+                 timeout, a cancel by its administrator, a deadlock it broke, or another process \
+                 holding its lock), so it may not have been done. Retry in a moment"
             }
         }
     }

@@ -10,7 +10,7 @@
 //! root every command runs as the `postgres` user (`runuser`).
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use tempfile::TempDir;
 
@@ -73,7 +73,7 @@ impl PrivateServer {
         self.pg_ctl(&["restart", "-m", "fast"]);
     }
 
-    /// The server's log, for a failing test's message.
+    /// The server's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
@@ -83,13 +83,13 @@ impl PrivateServer {
     }
 
     /// Runs `pg_ctl` with `args`, waiting for it to finish its work.
-    fn pg_ctl(&self, args: &[&str]) -> Output {
+    fn pg_ctl(&self, args: &[&str]) {
         let mut pg_ctl = self.command("pg_ctl");
         // `-l`: the server's output goes to its log, never to this pipe,
         // which would stay open as long as the server runs.
         pg_ctl.args(["-w", "-t", "60", "-l"]);
         pg_ctl.arg(self.dir.path().join("server.log"));
-        checked(pg_ctl.arg("-D").arg(self.data()).args(args))
+        checked(pg_ctl.arg("-D").arg(self.data()).args(args));
     }
 
     /// One of the server's tools, run as the server's user.
@@ -107,7 +107,7 @@ impl PrivateServer {
 }
 
 /// Runs `command`; panics with its output unless it succeeded.
-fn checked(command: &mut Command) -> Output {
+fn checked(command: &mut Command) {
     let output = command.output().unwrap();
     assert!(
         output.status.success(),
@@ -115,7 +115,6 @@ fn checked(command: &mut Command) -> Output {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    output
 }
 
 impl Drop for PrivateServer {
