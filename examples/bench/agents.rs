@@ -9,7 +9,8 @@
 //! an env_vars widget (`request_env_vars` / `POST …/widgets/env-vars`) and
 //! read a widget's state (`get_widget_status` / `GET /api/v1/widgets/{id}`),
 //! each in a session of its own with its own agent token; over MCP each
-//! agent has its own rmcp Streamable HTTP client.
+//! agent has its own rmcp Streamable HTTP client, which keeps its
+//! connection open between calls as the REST agents' client does.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,17 +35,28 @@ const READERS: usize = 64;
 
 type Client = RunningService<RoleClient, ()>;
 
-/// One agent: its session, a widget of it to read, and over MCP its client.
+/// The MCP revision the plain HTTP agents speak (the last with
+/// `initialize`, which the agent CLIs send today).
+const PLAIN_MCP_VERSION: &str = "2025-11-25";
+
+/// One agent: its session, a widget of it to read, and how it calls.
 struct Agent {
     session: Session,
     widget: String,
+    via: Via,
+    /// Over MCP through rmcp, its client.
     mcp: Option<Client>,
 }
 
 /// The interface a phase calls through.
 #[derive(Clone, Copy, PartialEq)]
 enum Via {
+    /// rmcp's Streamable HTTP client.
     Mcp,
+    /// The same JSON-RPC requests as plain HTTP POSTs on the REST agents'
+    /// client, as a load generator (wrk, say) sends them: what the daemon
+    /// spends on MCP, without rmcp's client beside it on the same cores.
+    McpPlain,
     Rest,
 }
 
@@ -69,7 +81,7 @@ pub async fn run(
         figures.push((format!("{name}_open_calls"), samples.0.len() as f64));
         figures.push((format!("{name}_open_failed"), failed as f64));
     }
-    for via in [Via::Rest, Via::Mcp] {
+    for via in [Via::Rest, Via::Mcp, Via::McpPlain] {
         let name = name(via);
         eprintln!("bench: {name}, {AGENTS} agents back to back ({secs}s)");
         let agents = agents(scene, via).await?;
@@ -143,6 +155,15 @@ pub async fn run(
             get("mcp_closed_c200_per_s") / get("rest_closed_c200_per_s"),
         ),
         (
+            "mcp_plain_closed_c200_vs_rest",
+            get("mcp_plain_closed_c200_per_s") / get("rest_closed_c200_per_s"),
+        ),
+        (
+            "mcp_plain_closed_daemon_cpu_vs_rest",
+            get("mcp_plain_closed_daemon_cpu_us_per_call")
+                / get("rest_closed_daemon_cpu_us_per_call"),
+        ),
+        (
             "mcp_closed_daemon_cpu_vs_rest",
             get("mcp_closed_daemon_cpu_us_per_call") / get("rest_closed_daemon_cpu_us_per_call"),
         ),
@@ -164,6 +185,7 @@ pub async fn run(
 fn name(via: Via) -> &'static str {
     match via {
         Via::Mcp => "mcp",
+        Via::McpPlain => "mcp_plain",
         Via::Rest => "rest",
     }
 }
@@ -177,12 +199,26 @@ async fn agents(scene: &Scene, via: Via) -> anyhow::Result<Vec<Arc<Agent>>> {
         let widget = scene.create_widget(&session, "BENCH_STATUS").await?;
         let mcp = match via {
             Via::Rest => None,
+            Via::McpPlain => {
+                let init = json!({
+                    "protocolVersion": PLAIN_MCP_VERSION,
+                    "capabilities": {},
+                    "clientInfo": { "name": "widgetd-bench", "version": "0" },
+                });
+                mcp_post(scene, &session, 0, "initialize", init).await?;
+                None
+            }
             Via::Mcp => {
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", scene.url))
                         .auth_header(session.agent.clone());
+                // rmcp's default client opens a connection per request
+                // (`pool_max_idle_per_host(0)`); one that keeps them open,
+                // as the REST agents' client does, measures MCP rather than
+                // TCP set-up.
+                let http = rmcp_reqwest::Client::new();
                 Some(
-                    ().serve(StreamableHttpClientTransport::from_config(config))
+                    ().serve(StreamableHttpClientTransport::with_client(http, config))
                         .await?,
                 )
             }
@@ -190,6 +226,7 @@ async fn agents(scene: &Scene, via: Via) -> anyhow::Result<Vec<Arc<Agent>>> {
         agents.push(Arc::new(Agent {
             session,
             widget,
+            via,
             mcp,
         }));
     }
@@ -200,6 +237,20 @@ async fn agents(scene: &Scene, via: Via) -> anyhow::Result<Vec<Arc<Agent>>> {
 /// agent's widget. Whether it succeeded.
 async fn call(scene: &Scene, agent: &Agent, n: u64) -> bool {
     let create = n.is_multiple_of(2);
+    if agent.via == Via::McpPlain {
+        let params = match create {
+            true => json!({
+                "name": "request_env_vars",
+                "arguments": { "names": ["BENCH_KEY"], "reason": "to run the benchmark" },
+            }),
+            false => json!({
+                "name": "get_widget_status",
+                "arguments": { "widget_id": agent.widget },
+            }),
+        };
+        let reply = mcp_post(scene, &agent.session, n + 1, "tools/call", params).await;
+        return reply.is_ok_and(|r| r["result"]["isError"] != Value::Bool(true));
+    }
     match &agent.mcp {
         Some(client) => {
             let params = if create {
@@ -225,6 +276,34 @@ async fn call(scene: &Scene, agent: &Agent, n: u64) -> bool {
             .send()
             .await
             .is_ok_and(|r| r.status().is_success()),
+    }
+}
+
+/// One JSON-RPC request to `/mcp` as a plain HTTP POST: the reply, or
+/// an error for a JSON-RPC error or a refused request.
+async fn mcp_post(
+    scene: &Scene,
+    session: &Session,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<Value> {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let reply: Value = scene
+        .client
+        .post(format!("{}/mcp", scene.url))
+        .bearer_auth(&session.agent)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", PLAIN_MCP_VERSION)
+        .json(&body)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    match reply.get("error") {
+        Some(error) => anyhow::bail!("{method}: {error}"),
+        None => Ok(reply),
     }
 }
 

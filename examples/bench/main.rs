@@ -17,7 +17,8 @@
 //! commit's, say) instead of building this tree's, so two builds can be
 //! compared one after the other on the same machine; `--only creation`
 //! runs the creation phases alone, `--only round-trips` the round trips
-//! alone (each with the ceilings they are set against).
+//! alone, `--only agents` MCP beside REST and the reads alone (each with
+//! the ceilings they are set against).
 
 mod agents;
 mod creation;
@@ -50,15 +51,16 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let streams = raise_fd_limit(STREAMS);
-    // `--only creation` or `--only round-trips`: one kind of phase alone,
-    // for comparing builds.
+    // `--only creation`, `--only round-trips` or `--only agents`: one kind
+    // of phase alone, for comparing builds.
     let only = match args.iter().position(|a| a == "--only") {
         None => Only::All,
         Some(i) => match args.get(i + 1).map(String::as_str) {
             Some("creation") => Only::Creation,
             Some("round-trips") => Only::RoundTrips,
+            Some("agents") => Only::Agents,
             other => anyhow::bail!(
-                "--only takes `creation` or `round-trips`, not {}",
+                "--only takes `creation`, `round-trips` or `agents`, not {}",
                 other.map_or("nothing".to_owned(), |o| format!("`{o}`"))
             ),
         },
@@ -92,6 +94,8 @@ enum Only {
     All,
     Creation,
     RoundTrips,
+    /// MCP beside REST (`agents.rs`).
+    Agents,
 }
 
 /// Every phase (or those `only` names), on the data dir's SQLite file or on
@@ -135,7 +139,8 @@ async fn bench(
     let host = token(bin, &data, url)?;
     let scene = Scene::login(&daemon.url, host, daemon::PASSWORD).await?;
     let mut trips = Map::new();
-    for c in [1, 8, 64].into_iter().filter(|_| only != Only::Creation) {
+    let phase = |kind: Only| only == Only::All || only == kind;
+    for c in [1, 8, 64].into_iter().filter(|_| phase(Only::RoundTrips)) {
         eprintln!("bench: round trips at concurrency {c} ({secs}s)");
         let started = Instant::now();
         let r = load::round_trips(&scene, c, secs).await;
@@ -159,13 +164,13 @@ async fn bench(
     }
     out.insert("round_trips".into(), trips.into());
     let pid = daemon.child.id();
-    if only != Only::RoundTrips {
+    if phase(Only::Creation) {
         out.insert(
             "creation".into(),
             creation::run(&scene, pid, secs, url.is_some()).await?,
         );
     }
-    if url.is_some() && only != Only::RoundTrips {
+    if url.is_some() && phase(Only::Creation) {
         eprintln!("bench: creation on two daemons at concurrency 64 ({secs}s)");
         let second = Daemon::start(bin, &data, url).await?;
         let (urls, pids) = (
@@ -177,9 +182,10 @@ async fn bench(
         out.insert("creation_two_daemons".into(), json!({ "c64": both }));
     }
 
-    if only == Only::All {
+    if phase(Only::Agents) {
         agents::run(&scene, pid, secs, &mut out).await?;
-
+    }
+    if only == Only::All {
         eprintln!("bench: holding {streams} event streams");
         let (per_1k, reached) = hold_streams(&scene, &daemon, streams).await?;
         out.insert("sse_streams".into(), streams.into());

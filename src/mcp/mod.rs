@@ -75,8 +75,9 @@ struct AgentSession {
 }
 
 /// What `/mcp` is made of: rmcp's service twice (stateless, and with MCP
-/// sessions) and the bookkeeping around them.
-#[derive(Clone)]
+/// sessions) and the bookkeeping around them. Shared behind an `Arc`:
+/// axum clones a route's state for every request, and each service holds
+/// its configuration by value.
 struct Mcp {
     state: AppState,
     inflight: InFlight,
@@ -113,7 +114,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         with_sessions,
         sessions,
     };
-    Router::new().route("/mcp", axum::routing::any(serve).with_state(mcp))
+    Router::new().route("/mcp", axum::routing::any(serve).with_state(Arc::new(mcp)))
 }
 
 /// Refuses foreign browser origins and anything but a live agent token,
@@ -122,7 +123,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 /// request to the stateless service or, for a client that needs one, to
 /// its MCP session.
 async fn serve(
-    State(mcp): State<Mcp>,
+    State(mcp): State<Arc<Mcp>>,
     client: ClientAddr,
     request: Request,
 ) -> AppResult<Response> {
