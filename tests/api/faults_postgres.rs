@@ -177,7 +177,7 @@ async fn under_load<F: Future<Output = ()>>(
         // `Last-Event-ID`, as a browser's EventSource does, and misses
         // nothing.
         Heard::Ended(last) => {
-            let again = event_stream_after(&http, &b.url, &watched, &host, &last).await;
+            let again = event_stream_after(&http, &b.url, &watched, &host, last.as_deref()).await;
             let heard = heard_within(again, &created, Duration::from_secs(5)).await;
             assert!(
                 heard,
@@ -269,6 +269,7 @@ enum Heard {
     No,
 }
 
+/// Reads `stream` until `needle` comes, the stream ends, or `limit` passes.
 async fn listen(mut stream: reqwest::Response, needle: &str, limit: Duration) -> Heard {
     let deadline = tokio::time::Instant::now() + limit;
     let mut text = String::new();

@@ -631,7 +631,7 @@ pub async fn event_stream(
     session: &str,
     host: &str,
 ) -> reqwest::Response {
-    event_stream_after(http, url, session, host, &None).await
+    event_stream_after(http, url, session, host, None).await
 }
 
 /// The session's event stream on `url`, resumed after event `last` as a
@@ -641,7 +641,7 @@ pub async fn event_stream_after(
     url: &str,
     session: &str,
     host: &str,
-    last: &Option<String>,
+    last: Option<&str>,
 ) -> reqwest::Response {
     let mut request = http
         .get(format!("{url}/api/v1/sessions/{session}/events"))
