@@ -144,9 +144,10 @@ pub(super) struct Member {
 /// What a member's last write may carry to end its savepoint and open the
 /// next member's in the same hop ([`Member::released`]). Should the write
 /// fail or be cancelled partway, the member's undo finds either its own
-/// savepoint (and undoes its writes) or, past the release, the next one
-/// (and the writes stand, as a commit whose answer was lost); one that
-/// finds none rolls the batch back.
+/// savepoint (and undoes its writes) or, past the release, the next one or
+/// none in the still open batch (and the writes stand, as a commit whose
+/// answer was lost); one that finds the batch rolled back by SQLite (a
+/// full disk) rolls the batch back.
 pub(super) const RELEASE: &str = "RELEASE member; SAVEPOINT member";
 
 impl Member {
@@ -413,11 +414,37 @@ async fn undo_member(state: &mut State, spare: bool) -> sqlx::Result<()> {
     } else {
         "ROLLBACK TO member; RELEASE member"
     };
-    let undone = conn.execute(sqlx::raw_sql(sql)).await.map(drop);
+    let mut undone = conn.execute(sqlx::raw_sql(sql)).await.map(drop);
+    if let Err(e) = &undone
+        && e.to_string().contains("no such savepoint")
+        && released_in_batch(conn).await
+    {
+        // Its last write ran up to its [`RELEASE`] and was abandoned before
+        // the next savepoint opened: its writes stand, as a commit whose
+        // answer was lost.
+        undone = match spare {
+            true => conn.execute("SAVEPOINT member").await.map(drop),
+            false => Ok(()),
+        };
+    }
     state.in_savepoint = false;
     state.memo.undo_member();
     state.spare = spare && undone.is_ok();
     undone
+}
+
+/// Whether the batch's transaction is still open, with no savepoint in it
+/// (a member's savepoint was undone and none was found): `BEGIN` fails
+/// inside a transaction. Otherwise SQLite rolled the transaction back (a
+/// full disk, an I/O error), and the `BEGIN` that succeeded is undone.
+async fn released_in_batch(conn: &mut AnyConnection) -> bool {
+    match conn.execute("BEGIN").await {
+        Err(_) => true,
+        Ok(_) => {
+            let _ = conn.execute("ROLLBACK").await;
+            false
+        }
+    }
 }
 
 /// The outer `COMMIT` (which also ends any savepoint still open), then

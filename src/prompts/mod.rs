@@ -41,7 +41,7 @@ pub fn queue_into<'q>(
     script: &mut Script<'q>,
     session: &'q SessionId,
     widget: &'q WidgetId,
-    text: &'q str,
+    text: String,
 ) {
     script.push(
         "prompt",

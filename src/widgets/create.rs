@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 use sqlx::AnyConnection;
 use tracing::instrument;
 
-use super::engine::{after_resolution, live, refused_once_settled};
+use super::engine::live;
 use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
 use super::notices::{notified, queue};
+use super::resolution::{after_resolution, refused_once_settled};
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
 use crate::db::{Dialect, Script, WriteTx};

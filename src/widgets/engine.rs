@@ -11,16 +11,16 @@ use super::kind::{
     self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_APP, MCP_CLIENT,
     Stored, Unloadable,
 };
-use super::notices::notify;
-use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store, typed};
+use super::resolution::{Change, refused_once_settled, settle, transition};
+use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, store};
 use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::db::{Dialect, Script, WriteTx};
+use crate::db::{Dialect, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
 use crate::sessions::{self, Session};
-use crate::{Core, clock, events, prompts};
+use crate::{Core, clock, prompts};
 
 /// The session if it is not archived; `409 session_archived` otherwise.
 pub fn live(session: Session) -> AppResult<Session> {
@@ -260,21 +260,6 @@ async fn answerable_by_agent_client(
     Ok((widget, session, recorded_as.to_owned()))
 }
 
-/// An answer refused because the widget is no longer pending. On SQLite
-/// the answer that ended it may sit uncommitted in the same write batch:
-/// the refusal waits for that batch's commit (its own savepoint changed
-/// nothing), so that what it says, and what a page shows next, is on disk.
-/// A batch that failed is reported as that failure instead.
-pub(super) async fn refused_once_settled(tx: crate::db::WriteTx, err: AppError) -> AppError {
-    if !matches!(err, AppError::WidgetNotPending(_)) {
-        return err;
-    }
-    match tx.commit().await {
-        Ok(()) => err,
-        Err(failed) => failed.into(),
-    }
-}
-
 /// An answer to a widget, as recorded.
 struct Answer<'a> {
     to: WidgetStatus,
@@ -286,7 +271,7 @@ struct Answer<'a> {
 /// Ends an answer's transaction: the guarded transition with its prompt,
 /// event and audit row, then the commit and the wake-up.
 async fn finish(
-    mut tx: crate::db::WriteTx,
+    tx: crate::db::WriteTx,
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
@@ -307,99 +292,9 @@ async fn finish(
         result: &answer.result,
         by: resolved_by,
     };
-    let view = match transition(&mut tx, state, widget, loaded, change, &cause).await {
-        Ok(row) => row.into(),
-        Err(err) => return Err(refused_once_settled(tx, err).await),
-    };
-    tx.commit().await?;
+    let resolved = settle(tx, state, widget, loaded, change, &cause).await?;
     state.hub.publish(&widget.session_id);
-    Ok(view)
-}
-
-/// Where a widget goes, with what result, and who took it there.
-pub(super) struct Change<'a> {
-    pub(super) to: WidgetStatus,
-    pub(super) result: &'a Value,
-    pub(super) by: Option<&'a UserId>,
-}
-
-/// Takes `widget` out of `pending` (the guarded update), then writes the
-/// prompt, event and audit row; the row as the update left it. 409 with
-/// the current status if it was not pending any more.
-pub(super) async fn transition(
-    tx: &mut WriteTx,
-    state: &Core,
-    widget: &WidgetRow,
-    loaded: &dyn Loaded,
-    change: Change<'_>,
-    cause: &Cause<'_>,
-) -> AppResult<WidgetRow> {
-    let now = clock::now_ms();
-    let Some(resolved) =
-        store::resolve(tx, &widget.id, change.to, change.result, change.by, now).await?
-    else {
-        let current = super::get_widget(tx, &widget.id).await?.status;
-        return Err(AppError::WidgetNotPending(current.as_str()));
-    };
-    after_resolution(tx, state, widget, loaded, change.to, change.result, cause).await?;
-    Ok(resolved)
-}
-
-pub(super) async fn after_resolution(
-    tx: &mut WriteTx,
-    state: &Core,
-    widget: &WidgetRow,
-    loaded: &dyn Loaded,
-    to: WidgetStatus,
-    result: &Value,
-    cause: &Cause<'_>,
-) -> AppResult<()> {
-    let tag = &state.settings.prompt_tag;
-    let text = super::life::withdrawal_prompt(tag, to, result)
-        .unwrap_or_else(|| loaded.prompt(tag, to, result));
-    let note = result["note"]
-        .as_str()
-        .filter(|_| to == WidgetStatus::Dismissed);
-    let text = typed::with_note(text, note);
-    // The prompt, event and audit row: one statement (`db::Script`).
-    let mut script = Script::new(Dialect::of(tx));
-    prompts::queue_into(&mut script, &widget.session_id, &widget.id, &text);
-    let resolved = json!({ "widget_id": widget.id, "status": to, "result": result });
-    events::record_into(
-        tx,
-        &mut script,
-        &widget.session_id,
-        "widget:resolved",
-        &resolved,
-    )
-    .await?;
-    let action = match to {
-        WidgetStatus::Submitted => "widget.submit",
-        WidgetStatus::Dismissed => "widget.dismiss",
-        WidgetStatus::Expired => "widget.expire",
-        WidgetStatus::Cancelled => "widget.cancel",
-        WidgetStatus::AlreadyPresent => "widget.already_present",
-        WidgetStatus::Pending => unreachable!("a resolution leaves pending"),
-    };
-    let entry = Entry {
-        action,
-        session: Some(&widget.session_id),
-        widget: Some(widget.id.as_str()),
-        names: loaded.env_names().map(|n| n.join(",")),
-        scope: result["scope"].as_str(),
-        detail: match (result["decision"].as_str(), result["withdrawn_by"].as_str()) {
-            (Some(d), _) => Some(super::approval::audit_detail(d, result)),
-            (None, Some(_)) => Some(match result["replaced_by"].as_str() {
-                Some(new) => format!("withdrawn by the agent; replaced_by={new}"),
-                None => "withdrawn by the agent".to_owned(),
-            }),
-            (None, None) => None,
-        },
-    };
-    audit::append_into(tx, &mut script, cause.actor, cause.client, entry).await?;
-    script.run(tx).await?;
-    notify(tx, state, widget, loaded, "widget.resolved", to).await?;
-    Ok(())
+    Ok(resolved.into())
 }
 
 /// Ends `widget` without an answer (`expired`, `cancelled`), whatever its

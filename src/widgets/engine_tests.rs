@@ -16,7 +16,7 @@ use crate::{Core, Settings};
 
 struct Fixture {
     t: TestDb,
-    state: Core,
+    state: std::sync::Arc<Core>,
 }
 
 impl Fixture {
@@ -29,7 +29,10 @@ impl Fixture {
             keyring
         };
         let state = Core::new(t.db.clone(), keyring, Settings::new("http://127.0.0.1:1"));
-        Self { t, state }
+        Self {
+            t,
+            state: std::sync::Arc::new(state),
+        }
     }
 
     fn alice(&self) -> &UserId {
@@ -617,4 +620,113 @@ async fn an_answer_reads_the_widget_with_its_session_and_the_persons_name_in_one
         .await
         .unwrap();
     assert!(none.is_none());
+}
+
+/// With another write waiting, an answer's last statement (its prompt,
+/// event and audit row) also ends its savepoint in the write batch
+/// (`resolution::settle`). An answer abandoned at any point, before, during
+/// or after that statement, stands whole or not at all: the widget is
+/// submitted with one prompt, one `widget:resolved` event and one audit
+/// row, or pending with none; and the chain the writer remembers goes on
+/// from the row that is really last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_answer_stands_whole_or_not_at_all() {
+    let f = Fixture::new().await;
+    let db = f.state.db.clone();
+    let wait_queued = |n: usize| {
+        let db = db.clone();
+        async move {
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                while db.queued_writes() < n {
+                    tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+                }
+            });
+            waited
+                .await
+                .unwrap_or_else(|_| panic!("{n} writes never queued"));
+        }
+    };
+    let mut ids = Vec::new();
+    for round in 0..60u64 {
+        let id = f.question(None).await;
+        let row = f.widget(&id).await;
+        ids.push(id);
+        // Held, so that the answer queues first and the next write behind it.
+        let ahead = db.begin_write().await.unwrap();
+        let state = f.state.clone();
+        let alice = f.alice().clone();
+        let answer = tokio::spawn(async move {
+            let by = Answerer::Person(&alice);
+            submit(&state, &row, by, pick_postgres(), &ClientAddr::default()).await
+        });
+        wait_queued(1).await;
+        let behind = tokio::spawn({
+            let db = db.clone();
+            async move { db.begin_write().await.unwrap() }
+        });
+        wait_queued(2).await;
+        // Its batch commits once the answer and the write behind it are done.
+        let ahead = tokio::spawn(ahead.commit());
+        // Given up 0 to 14 ms in: from before its first statement to after
+        // its last.
+        std::thread::sleep(std::time::Duration::from_micros(round * round * 4));
+        answer.abort();
+        let _ = answer.await;
+        let behind = tokio::time::timeout(std::time::Duration::from_secs(10), behind);
+        let behind = behind
+            .await
+            .expect("the write behind the answer got the writer");
+        behind.unwrap().commit().await.unwrap();
+        ahead.await.unwrap().unwrap();
+    }
+
+    let mut stood = 0;
+    for id in &ids {
+        let status = f.widget(id).await.status;
+        let audit = f.audit_actions(id).await;
+        let prompts = f.prompts_of(id).await.len();
+        let events = {
+            let mut conn = f.state.db.read.acquire().await.unwrap();
+            crate::events::since(&mut conn, f.session(), 0, 10_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|e| e.kind == "widget:resolved" && e.payload.contains(id.as_str()))
+                .count()
+        };
+        match status {
+            WidgetStatus::Submitted => {
+                stood += 1;
+                assert_eq!(audit, ["widget.create", "widget.submit"], "{id}");
+                assert_eq!((prompts, events), (1, 1), "{id}");
+            }
+            WidgetStatus::Pending => {
+                assert_eq!(audit, ["widget.create"], "{id}");
+                assert_eq!((prompts, events), (0, 0), "{id}");
+            }
+            other => panic!("{id} is {other:?}"),
+        }
+    }
+    eprintln!("{stood} of {} abandoned answers stood", ids.len());
+    assert!(
+        stood > 0,
+        "no abandoned answer stood; the test proved nothing"
+    );
+    assert!(
+        stood < ids.len(),
+        "every abandoned answer stood; the test proved nothing"
+    );
+    // What was undone is answered again, and the chain verifies.
+    for id in &ids {
+        let row = f.widget(id).await;
+        if row.status == WidgetStatus::Pending {
+            let by = Answerer::Person(f.alice());
+            submit(&f.state, &row, by, pick_postgres(), &ClientAddr::default())
+                .await
+                .unwrap();
+        }
+    }
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let verified = audit::verify(&mut conn).await.unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
 }

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sqlx::AnyConnection;
 
-use super::engine::{self, Change};
 use super::kind;
+use super::resolution::{self, Change};
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, get_widget, store, typed};
 use crate::Core;
 use crate::api::parse_value;
@@ -150,7 +150,7 @@ pub(super) async fn withdraw(
         result: &result,
         by: None,
     };
-    let withdrawn = engine::transition(tx, state, widget, &*loaded, change, cause).await?;
+    let withdrawn = resolution::transition(tx, state, widget, &*loaded, change, cause).await?;
     prompts::ack_widget(tx, &widget.session_id, &widget.id).await?;
     Ok(withdrawn)
 }
@@ -191,7 +191,7 @@ pub async fn cancel_by_agent(
     }
     let view = match withdraw(&mut tx, state, &widget, reason.as_deref(), None, &cause).await {
         Ok(row) => row.into(),
-        Err(err) => return Err(engine::refused_once_settled(tx, err).await),
+        Err(err) => return Err(resolution::refused_once_settled(tx, err).await),
     };
     tx.commit().await?;
     state.hub.publish(&widget.session_id);

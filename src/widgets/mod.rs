@@ -29,6 +29,7 @@ pub(crate) mod markdown;
 mod notices;
 #[cfg(test)]
 mod properties;
+mod resolution;
 mod store;
 pub mod typed;
 mod votes;

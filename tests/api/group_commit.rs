@@ -363,3 +363,40 @@ async fn the_remembered_audit_head_survives_last_writes_that_fail_or_are_abandon
     let verified = audit::verify(&mut conn).await.unwrap();
     assert!(verified.is_ok(), "{verified:?}");
 }
+
+/// A member abandoned between the two statements of its last write's
+/// release (`RELEASE member; SAVEPOINT member`) leaves the batch open with
+/// no savepoint: its undo finds none, tells that from a batch SQLite rolled
+/// back, and its writes stand with the batch's others (a commit whose
+/// answer was lost). After a rollback, the batch fails for every member.
+#[tokio::test]
+async fn an_undo_that_finds_no_savepoint_tells_a_release_from_a_rollback() {
+    let (_dir, db) = scratch_db().await;
+    for (ended, stands) in [("RELEASE member", true), ("ROLLBACK", false)] {
+        let mut first = db.begin_write().await.unwrap();
+        let mut queued = queue_writers(&db, 2).await.into_iter();
+        insert(&mut first, &format!("{ended}: first"))
+            .await
+            .unwrap();
+        let first = tokio::spawn(first.commit());
+        let mut member = queued.next().unwrap().await.unwrap();
+        let sql = format!("INSERT INTO item (k) VALUES ('{ended}: member'); {ended}");
+        sqlx::raw_sql(&sql).execute(&mut *member).await.unwrap();
+        // Its caller gives up: its savepoint is undone, or found gone.
+        drop(member);
+        let mut last = queued.next().unwrap().await.unwrap();
+        insert(&mut last, &format!("{ended}: last")).await.unwrap();
+        last.commit().await.unwrap();
+        let first = first.await.unwrap();
+        assert_eq!(first.is_ok(), stands, "{ended}: {first:?}");
+    }
+    assert_eq!(
+        keys(&db).await,
+        [
+            "RELEASE member: first",
+            "RELEASE member: last",
+            "RELEASE member: member",
+            "ROLLBACK: last"
+        ]
+    );
+}
