@@ -173,6 +173,12 @@ impl Unavailable {
 }
 
 impl AppError {
+    /// Whether the database could not do this for now (`503
+    /// storage_unavailable`): a retry may well succeed.
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable().is_some()
+    }
+
     /// Why the database could not do this for now, if that is what failed,
     /// directly or under a wrapped error.
     fn unavailable(&self) -> Option<Unavailable> {

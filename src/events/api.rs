@@ -5,8 +5,11 @@
 //! Access is checked when a stream opens and again on every wake-up and
 //! every few seconds while it is open: a stream ends when its token is
 //! revoked, its person logs out, changes password or is disabled, the
-//! session's share is taken away, or the session is archived. No stream
-//! lives longer than an hour; clients reconnect with `Last-Event-ID`.
+//! session's share is taken away, or the session is archived. While the
+//! database cannot be reached (`503 storage_unavailable`), a stream sends
+//! nothing and stays open, checking again every second: access is decided
+//! before anything more is sent. No stream lives longer than an hour;
+//! clients reconnect with `Last-Event-ID`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -34,6 +37,27 @@ const BATCH: i64 = 500;
 const RECHECK: Duration = Duration::from_secs(10);
 /// The longest a stream stays open.
 const MAX_LIFETIME: Duration = Duration::from_secs(3600);
+/// How soon a stream tries again after the database could not be reached.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// What a check of the watcher's access found.
+#[derive(Debug, PartialEq)]
+enum Access {
+    Allowed,
+    Refused,
+    /// The database could not be reached: nothing is known, nothing is sent.
+    Unknown,
+}
+
+impl Access {
+    fn of<T>(checked: &AppResult<T>) -> Self {
+        match checked {
+            Ok(_) => Self::Allowed,
+            Err(e) if e.is_unavailable() => Self::Unknown,
+            Err(_) => Self::Refused,
+        }
+    }
+}
 
 /// Who is watching, kept to check again while the stream is open.
 enum Watcher {
@@ -45,7 +69,7 @@ enum Watcher {
 
 impl Watcher {
     /// Whether the watcher may still watch `session` (not archived).
-    async fn still_allowed(&self, state: &AppState, session: &SessionId) -> bool {
+    async fn still_allowed(&self, state: &AppState, session: &SessionId) -> Access {
         use secrecy::ExposeSecret;
         let id = session.as_str();
         let access = match self {
@@ -53,23 +77,32 @@ impl Watcher {
                 Ok(principal) => {
                     access::authorize(state, (&principal).into(), id, Need::Watch).await
                 }
-                Err(_) => return false,
+                Err(e) => return Access::of::<()>(&Err(e)),
             },
             Self::Person { user, session } => {
-                if !browser_session_live(state, user, session).await {
-                    return false;
+                match browser_session_live(state, user, session).await {
+                    Ok(true) => {}
+                    Ok(false) => return Access::Refused,
+                    Err(e) => return Access::of::<()>(&Err(e.into())),
                 }
                 access::authorize(state, Caller::Person(user), id, Need::Watch).await
             }
         };
-        access.is_ok_and(|s| s.archived_at.is_none())
+        match access {
+            Ok(session) if session.archived_at.is_some() => Access::Refused,
+            checked => Access::of(&checked),
+        }
     }
 }
 
 /// The person's browser session is still stored (not logged out, not ended
 /// by a password change) and the person is not disabled.
-async fn browser_session_live(state: &AppState, user: &UserId, session: &[u8]) -> bool {
-    let found: Result<Option<i64>, _> = sqlx::query_scalar(
+async fn browser_session_live(
+    state: &AppState,
+    user: &UserId,
+    session: &[u8],
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM web_sessions w JOIN users u ON u.id = $1 \
          WHERE w.id_hash = $2 AND w.expires_at > $3 AND u.disabled = 0",
     )
@@ -77,8 +110,8 @@ async fn browser_session_live(state: &AppState, user: &UserId, session: &[u8]) -
     .bind(session)
     .bind(crate::clock::now_ms())
     .fetch_optional(&state.db.read)
-    .await;
-    matches!(found, Ok(Some(_)))
+    .await?;
+    Ok(found.is_some())
 }
 
 pub fn router() -> Router<AppState> {
@@ -151,6 +184,7 @@ async fn stream_events(
         last: last_id,
         end: tokio::time::Instant::now() + MAX_LIFETIME,
         wait: false,
+        retrying: false,
         queued: Vec::new().into_iter(),
         _slot: slot,
         _open: crate::ops::StreamOpen::new(),
@@ -172,6 +206,9 @@ struct Follow {
     end: tokio::time::Instant,
     /// Whether everything stored was sent, so the next read waits first.
     wait: bool,
+    /// A read met an unreachable database: the next one follows at once,
+    /// after access is checked again.
+    retrying: bool,
     queued: std::vec::IntoIter<Event>,
     _slot: StreamSlot,
     _open: crate::ops::StreamOpen,
@@ -195,24 +232,52 @@ impl Follow {
                 );
             }
             if self.wait {
-                tokio::select! {
-                    more = self.listener.changed() => if !more { return None },
-                    () = tokio::time::sleep(RECHECK) => {}
-                    () = tokio::time::sleep_until(self.end) => return None,
+                if !std::mem::take(&mut self.retrying) {
+                    tokio::select! {
+                        more = self.listener.changed() => if !more { return None },
+                        () = tokio::time::sleep(RECHECK) => {}
+                        () = tokio::time::sleep_until(self.end) => return None,
+                    }
                 }
-                if tokio::time::Instant::now() >= self.end
-                    || !self.watcher.still_allowed(&self.state, &self.session).await
-                {
-                    return None;
+                loop {
+                    if tokio::time::Instant::now() >= self.end {
+                        return None;
+                    }
+                    match self.watcher.still_allowed(&self.state, &self.session).await {
+                        Access::Allowed => break,
+                        Access::Refused => return None,
+                        Access::Unknown => self.pause().await?,
+                    }
                 }
             }
-            let mut conn = self.state.db.read.acquire().await.ok()?;
-            let batch = since(&mut conn, &self.session, self.last, BATCH)
-                .await
-                .ok()?;
-            // A full batch may have more behind it: read on without waiting.
-            self.wait = (batch.len() as i64) < BATCH;
-            self.queued = batch.into_iter();
+            let read = async {
+                let mut conn = self.state.db.read.acquire().await?;
+                since(&mut conn, &self.session, self.last, BATCH).await
+            };
+            match read.await.map_err(AppError::from) {
+                Ok(batch) => {
+                    // A full batch may have more behind it: read on without
+                    // waiting.
+                    self.wait = (batch.len() as i64) < BATCH;
+                    self.queued = batch.into_iter();
+                }
+                Err(e) if e.is_unavailable() => {
+                    // Access is checked again before the read is.
+                    (self.wait, self.retrying) = (true, true);
+                    self.pause().await?;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Waits a moment after the database could not be reached; `None`
+    /// when the stream should end meanwhile (shutdown, its lifetime).
+    async fn pause(&mut self) -> Option<()> {
+        tokio::select! {
+            () = tokio::time::sleep(UNAVAILABLE_RETRY) => Some(()),
+            () = tokio::time::sleep_until(self.end) => None,
+            more = self.listener.changed() => more.then_some(()),
         }
     }
 }

@@ -631,25 +631,12 @@ pub async fn event_stream(
     session: &str,
     host: &str,
 ) -> reqwest::Response {
-    event_stream_after(http, url, session, host, None).await
-}
-
-/// The session's event stream on `url`, resumed after event `last` as a
-/// reconnecting client asks for it.
-pub async fn event_stream_after(
-    http: &reqwest::Client,
-    url: &str,
-    session: &str,
-    host: &str,
-    last: Option<&str>,
-) -> reqwest::Response {
-    let mut request = http
+    let stream = http
         .get(format!("{url}/api/v1/sessions/{session}/events"))
-        .bearer_auth(host);
-    if let Some(last) = last {
-        request = request.header("Last-Event-ID", last);
-    }
-    let stream = request.send().await.unwrap();
+        .bearer_auth(host)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(stream.status(), reqwest::StatusCode::OK);
     stream
 }

@@ -52,13 +52,23 @@ impl PrivateServer {
             "-D",
         ]);
         checked(initdb.arg(server.data()));
+        server.start_again();
+        server
+    }
+
+    /// Starts the stopped server with the same options.
+    pub fn start_again(&self) {
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {} -k {}",
-            server.port,
-            server.dir.path().display()
+            self.port,
+            self.dir.path().display()
         );
-        server.pg_ctl(&["start", "-o", &options]);
-        server
+        self.pg_ctl(&["start", "-o", &options]);
+    }
+
+    /// Stops it as an operator does (`-m fast`: every session terminated).
+    pub fn stop(&self) {
+        self.pg_ctl(&["stop", "-m", "fast"]);
     }
 
     /// The URL of its `postgres` database.
