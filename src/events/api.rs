@@ -41,7 +41,6 @@ const MAX_LIFETIME: Duration = Duration::from_secs(3600);
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 
 /// What a check of the watcher's access found.
-#[derive(Debug, PartialEq)]
 enum Access {
     Allowed,
     Refused,
@@ -50,11 +49,12 @@ enum Access {
 }
 
 impl Access {
-    fn of<T>(checked: &AppResult<T>) -> Self {
-        match checked {
-            Ok(_) => Self::Allowed,
-            Err(e) if e.is_unavailable() => Self::Unknown,
-            Err(_) => Self::Refused,
+    /// A check that failed: refused, unless the database could not be
+    /// reached.
+    fn failed(e: &AppError) -> Self {
+        match e.is_unavailable() {
+            true => Self::Unknown,
+            false => Self::Refused,
         }
     }
 }
@@ -77,20 +77,21 @@ impl Watcher {
                 Ok(principal) => {
                     access::authorize(state, (&principal).into(), id, Need::Watch).await
                 }
-                Err(e) => return Access::of::<()>(&Err(e)),
+                Err(e) => return Access::failed(&e),
             },
             Self::Person { user, session } => {
                 match browser_session_live(state, user, session).await {
                     Ok(true) => {}
                     Ok(false) => return Access::Refused,
-                    Err(e) => return Access::of::<()>(&Err(e.into())),
+                    Err(e) => return Access::failed(&e.into()),
                 }
                 access::authorize(state, Caller::Person(user), id, Need::Watch).await
             }
         };
         match access {
-            Ok(session) if session.archived_at.is_some() => Access::Refused,
-            checked => Access::of(&checked),
+            Ok(session) if session.archived_at.is_none() => Access::Allowed,
+            Ok(_) => Access::Refused,
+            Err(e) => Access::failed(&e),
         }
     }
 }
