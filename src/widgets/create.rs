@@ -11,7 +11,7 @@ use tracing::instrument;
 use super::engine::live;
 use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
-use super::notices::{notified, queue};
+use super::notices::commit_with;
 use super::resolution::{after_resolution, refused_once_settled};
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
@@ -142,7 +142,7 @@ async fn check_pending_cap(
 /// and audit row (and on SQLite the agent's rate bucket), sent as one
 /// statement (`db::Script`), and commits; a widget born terminal also gets
 /// its prompt at once. A pending widget with no webhook or Slack to tell
-/// is committed with that statement (`Script::commit`).
+/// is committed with that statement (`notices::commit_with`).
 async fn insert_widget(
     mut tx: WriteTx,
     state: &Core,
@@ -183,28 +183,22 @@ async fn insert_widget(
     };
     audit::append_into(&mut tx, &mut script, cause.actor, cause.client, entry).await?;
     if widget.status == WidgetStatus::Pending {
-        let notified = notified(&mut tx, state).await?;
-        if !notified.webhooks && !notified.slack {
-            return Ok(script.commit(tx).await?);
-        }
-        script.run(&mut tx).await?;
         let event = ("widget.created", WidgetStatus::Pending);
-        queue(&mut tx, state, widget, loaded, event, notified).await?;
-    } else {
-        script.run(&mut tx).await?;
-        let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
-            serde_json::from_str(r).unwrap_or(Value::Null)
-        });
-        after_resolution(
-            &mut tx,
-            state,
-            widget,
-            loaded,
-            widget.status,
-            &result,
-            cause,
-        )
-        .await?;
+        return commit_with(tx, script, state, widget, loaded, event).await;
     }
+    script.run(&mut tx).await?;
+    let result: Value = widget.result.as_deref().map_or(Value::Null, |r| {
+        serde_json::from_str(r).unwrap_or(Value::Null)
+    });
+    after_resolution(
+        &mut tx,
+        state,
+        widget,
+        loaded,
+        widget.status,
+        &result,
+        cause,
+    )
+    .await?;
     Ok(tx.commit().await?)
 }

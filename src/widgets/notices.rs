@@ -9,7 +9,7 @@ use super::kind::Loaded;
 use super::{WidgetRow, WidgetStatus};
 use crate::Core;
 use crate::auth::Notified;
-use crate::db::{Backend, WriteTx};
+use crate::db::{Backend, Script, WriteTx};
 use crate::error::AppResult;
 
 /// Queues the webhook notices and Slack messages of a change, in its
@@ -26,8 +26,29 @@ pub(super) async fn notify(
     queue(tx, state, widget, loaded, (event, status), notified).await
 }
 
+/// Commits `tx` with `script` as its last writes and the change's notices
+/// after them. Where there is nowhere to send a notice, the script carries
+/// the commit (`Script::commit`: on SQLite the end of the write batch
+/// member's savepoint rides on its statement, one hop fewer).
+pub(super) async fn commit_with(
+    mut tx: WriteTx,
+    script: Script<'_>,
+    state: &Core,
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+    event: (&'static str, WidgetStatus),
+) -> AppResult<()> {
+    let notified = notified(&mut tx, state).await?;
+    if !notified.webhooks && !notified.slack {
+        return Ok(script.commit(tx).await?);
+    }
+    script.run(&mut tx).await?;
+    queue(&mut tx, state, widget, loaded, event, notified).await?;
+    Ok(tx.commit().await?)
+}
+
 /// [`notify`] where `notified` was read already.
-pub(super) async fn queue(
+async fn queue(
     tx: &mut WriteTx,
     state: &Core,
     widget: &WidgetRow,
@@ -61,7 +82,7 @@ pub(super) async fn queue(
 /// it is read without the epoch: waiting for an epoch read inside the
 /// transaction would, on PostgreSQL, need another connection of the pool
 /// the transaction holds one of.
-pub(super) async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<Notified> {
+async fn notified(tx: &mut WriteTx, state: &Core) -> sqlx::Result<Notified> {
     let epoch = state.auth_cache.epoch_if_read(state.db.backend());
     if let Some(known) = epoch.and_then(|epoch| state.auth_cache.notified(epoch)) {
         return Ok(known);

@@ -37,12 +37,10 @@ pub(super) async fn transition(
     Ok(resolved)
 }
 
-/// [`transition`] as the transaction's last work, then its commit. Where
-/// nothing goes to webhooks or Slack, the prompt, event and audit row
-/// carry the commit (`Script::commit`: on SQLite, the end of the write
-/// batch member's savepoint rides on that statement, one hop to SQLite's
-/// thread fewer). A widget no longer pending is refused once the batch
-/// settled ([`refused_once_settled`]).
+/// [`transition`] as the transaction's last work, then its commit, which
+/// the prompt, event and audit row carry where no notice follows them
+/// (`notices::commit_with`). A widget no longer pending is refused once
+/// the batch settled ([`refused_once_settled`]).
 pub(super) async fn settle(
     mut tx: WriteTx,
     state: &Core,
@@ -65,15 +63,8 @@ pub(super) async fn settle(
         cause,
     )
     .await?;
-    let notified = notices::notified(&mut tx, state).await?;
-    if !notified.webhooks && !notified.slack {
-        script.commit(tx).await?;
-        return Ok(resolved);
-    }
-    script.run(&mut tx).await?;
     let event = ("widget.resolved", change.to);
-    notices::queue(&mut tx, state, widget, loaded, event, notified).await?;
-    tx.commit().await?;
+    notices::commit_with(tx, script, state, widget, loaded, event).await?;
     Ok(resolved)
 }
 

@@ -333,8 +333,8 @@ async fn a_server_restarted_under_load_answers_503_and_the_daemons_reconnect_los
     assert!(starts >= 3, "{starts} starts in the server's log:\n{log}");
 }
 
-/// An event stream open while the server is down for longer than the
-/// stream's access re-check takes to fail stays open: the re-check, which cannot
+/// An event stream open while the server is down for longer than its
+/// access re-check takes to fail stays open: the re-check, which cannot
 /// reach the database, decides nothing and sends nothing; once the server
 /// is back, access is checked and the stream hears what happens next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
