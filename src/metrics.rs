@@ -247,6 +247,19 @@ fn render_writes(out: &mut String) {
         "Reads of the auth epoch (on PostgreSQL with the snapshot stamp), each shared by the requests waiting on it.",
         crate::auth::cache::epoch_reads(),
     );
+    let (guessed, refused) = crate::widgets::optimistic::counts();
+    counter(
+        out,
+        "widgetd_creations_guessed_total",
+        "SQLite: widget creations written on the common case (session live, room under the cap, nothing stored already), checked by a guard in the same statement.",
+        guessed,
+    );
+    counter(
+        out,
+        "widgetd_creations_guess_refused_total",
+        "Of those, creations whose guard refused the guess, made again with the session read first.",
+        refused,
+    );
     counter(
         out,
         "widgetd_db_commits_total",

@@ -62,6 +62,14 @@ impl Backend {
             Self::Postgres => "postgres",
         }
     }
+
+    /// How statements are spelled for this engine.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Self::Sqlite => Dialect::Sqlite,
+            Self::Postgres => Dialect::Postgres,
+        }
+    }
 }
 
 /// The two ways a statement is spelled where SQLite and PostgreSQL differ.

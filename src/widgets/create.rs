@@ -12,13 +12,13 @@ use super::engine::live;
 use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
 use super::notices::commit_with;
+use super::optimistic::{self, Guard};
 use super::resolution::{after_resolution, refused_once_settled};
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
 use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
-use crate::sessions::Session;
 use crate::{Core, clock, events};
 
 /// Most widgets one session may have waiting at once.
@@ -56,45 +56,84 @@ pub async fn create_living<R: Request>(
     life: &Life,
     cause: Cause<'_>,
 ) -> AppResult<Created> {
+    let ahead_sql = <R::Kind as Kind>::born_ahead(state.db.backend().dialect());
+    let loaded = Stored::<R::Kind>(params);
+    let names = loaded.env_names().filter(|names| !names.is_empty());
+    // Only a plain creation guesses: a replacement reads and writes the
+    // widget it replaces first.
+    let guess = (life.replaces.is_none()
+        && optimistic::allowed::<R::Kind>(&state.db, names.is_some()))
+    .then(|| Guard {
+        ahead_sql,
+        names: names.unwrap_or_default(),
+    });
+    let guessed = guess.is_some();
+    match write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, guess).await {
+        Err(err) if guessed && optimistic::refused(&err) => {
+            write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await
+        }
+        done => done,
+    }
+}
+
+/// The creation's transaction, from taking the writer to its commit: with
+/// `guess`, on the common case, checked by the guard in its statement of
+/// writes (`optimistic`); else after reading the session in it.
+async fn write<R: Request>(
+    state: &Core,
+    session_id: &SessionId,
+    loaded: &Stored<R::Kind>,
+    life: &Life,
+    cause: &Cause<'_>,
+    ahead_sql: Option<&'static str>,
+    guess: Option<Guard<'static>>,
+) -> AppResult<Created> {
     // The session's lock first: the pending cap counts, and the widget's
     // line and event take their places, with no other writer of the session
     // in between (PostgreSQL; SQLite's writer is alone anyway).
     let first = crate::db::Lock::Session(session_id.as_str());
     let mut tx = state.db.begin_write_locking(first).await?;
-    let ahead = <R::Kind as Kind>::born_ahead(Dialect::of(&tx));
-    let (session, pending, ahead) = store::session_and_pending(&mut tx, session_id, ahead)
-        .await?
-        .ok_or(AppError::NotFound("session"))?;
-    let session = live(session)?;
-    let born = <R::Kind as Kind>::born(&mut tx, &session, &params, ahead.as_deref()).await?;
-    let stored = serde_json::to_string(&params).expect("params serialize");
+    let params = &loaded.0;
+    // Pending and counted with the session, or guessed so.
+    let (born, pending) = match guess {
+        Some(_) => (None, None),
+        None => {
+            let (session, pending, ahead) =
+                store::session_and_pending(&mut tx, session_id, ahead_sql)
+                    .await?
+                    .ok_or(AppError::NotFound("session"))?;
+            let session = live(session)?;
+            let born = <R::Kind as Kind>::born(&mut tx, &session, params, ahead.as_deref());
+            (born.await?, Some(pending))
+        }
+    };
+    let stored = serde_json::to_string(params).expect("params serialize");
     let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
-    let mut widget = new_row(state, &session, R::NAME, stored, born);
+    let mut widget = new_row(state, session_id, R::NAME, stored, born);
     if let Some(ms) = life.expires_in_ms {
         widget.expires_at = widget.created_at.saturating_add(ms);
     }
-    // Counted with the session; a replaced widget leaves the count.
-    let mut pending = Some(pending);
+    // A replaced widget leaves the count.
+    let mut pending = pending.map(Cap::Counted).unwrap_or(Cap::Guarded);
     if let Some(old) = &life.replaces {
-        let replaced = super::life::replace(&mut tx, state, &session.id, old, &widget.id, &cause);
+        let replaced = super::life::replace(&mut tx, state, session_id, old, &widget.id, cause);
         if let Err(err) = replaced.await {
             return Err(refused_once_settled(tx, err).await);
         }
-        pending = None;
+        pending = Cap::CountNow;
     }
-    let loaded = Stored::<R::Kind>(params);
-    insert_widget(tx, state, &widget, &loaded, pending, &cause).await?;
-    state.hub.publish(&session.id);
+    insert_widget(tx, state, &widget, loaded, pending, cause, guess).await?;
+    state.hub.publish(session_id);
     Ok(Created {
         widget_id: widget.id,
         status: widget.status,
     })
 }
 
-/// A new widget row for `session`: pending, or born terminal with `result`.
+/// A new widget row in `session`: pending, or born terminal with `result`.
 fn new_row(
     state: &Core,
-    session: &Session,
+    session: &SessionId,
     kind: &str,
     params: String,
     born: Option<(WidgetStatus, &Value)>,
@@ -102,7 +141,7 @@ fn new_row(
     let now = clock::now_ms();
     WidgetRow {
         id: WidgetId::generate(),
-        session_id: session.id.clone(),
+        session_id: session.clone(),
         kind: kind.to_owned(),
         params,
         status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
@@ -114,17 +153,27 @@ fn new_row(
     }
 }
 
+/// How a creation knows its session's pending count for the cap.
+enum Cap {
+    /// Read with the session.
+    Counted(i64),
+    /// Not yet: counted now (a replacement took one out).
+    CountNow,
+    /// Checked by the guard of a guessed creation (`optimistic`).
+    Guarded,
+}
+
 /// `409 too_many_pending` when the session already has the most widgets
-/// waiting that a person can be asked to face: `pending` as read with the
-/// session, else counted now.
+/// waiting that a person can be asked to face.
 async fn check_pending_cap(
     tx: &mut AnyConnection,
     session: &SessionId,
-    pending: Option<i64>,
+    pending: Cap,
 ) -> AppResult<()> {
     let pending = match pending {
-        Some(pending) => pending,
-        None => store::pending_count(tx, session).await?,
+        Cap::Counted(pending) => pending,
+        Cap::CountNow => store::pending_count(tx, session).await?,
+        Cap::Guarded => return Ok(()),
     };
     if pending >= MAX_PENDING_PER_SESSION {
         return Err(AppError::Conflict {
@@ -148,10 +197,14 @@ async fn insert_widget(
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
-    pending: Option<i64>,
+    pending: Cap,
     cause: &Cause<'_>,
+    guess: Option<Guard<'_>>,
 ) -> AppResult<()> {
     let mut script = Script::new(Dialect::of(&tx));
+    if let Some(guard) = guess {
+        guard.put_into(&mut script, &widget.session_id);
+    }
     if let Actor::Agent(session) = cause.actor {
         crate::limits::take_agent_into(&mut tx, &mut script, session).await?;
     }

@@ -11,7 +11,9 @@ use crate::testing::TestDb;
 use crate::widgets::approval::RequestApprovalInput;
 use crate::widgets::ask::AskUserInput;
 use crate::widgets::life::Life;
-use crate::widgets::{Approval, AskUser, Request};
+use crate::widgets::{
+    Approval, AskUser, Created, EnvVars, MAX_PENDING_PER_SESSION, Request, create,
+};
 use crate::{Core, Settings};
 
 struct Fixture {
@@ -45,17 +47,11 @@ impl Fixture {
 
     /// A pending question of the fixture's session, waiting `ttl_ms` when given.
     async fn question(&self, ttl_ms: Option<i64>) -> WidgetId {
-        let input: AskUserInput = serde_json::from_value(json!({ "questions": [{
-            "question": "Which database?",
-            "header": "Database",
-            "options": [{ "label": "Postgres" }, { "label": "SQLite" }],
-        }]}))
-        .unwrap();
         let life = Life {
             expires_in_ms: ttl_ms,
             replaces: None,
         };
-        let params = AskUser::parse(input).unwrap();
+        let params = which_database();
         let created = super::super::create_living::<AskUser>(
             &self.state,
             self.session(),
@@ -138,6 +134,17 @@ impl Fixture {
         tx.commit().await.unwrap();
         bob.id
     }
+}
+
+/// The params of the fixture's question.
+fn which_database() -> crate::widgets::kind::ParamsOf<AskUser> {
+    let input: AskUserInput = serde_json::from_value(json!({ "questions": [{
+        "question": "Which database?",
+        "header": "Database",
+        "options": [{ "label": "Postgres" }, { "label": "SQLite" }],
+    }]}))
+    .unwrap();
+    AskUser::parse(input).unwrap()
 }
 
 fn system() -> Cause<'static> {
@@ -633,19 +640,6 @@ async fn an_answer_reads_the_widget_with_its_session_and_the_persons_name_in_one
 async fn an_abandoned_answer_stands_whole_or_not_at_all() {
     let f = Fixture::new().await;
     let db = f.state.db.clone();
-    let wait_queued = |n: usize| {
-        let db = db.clone();
-        async move {
-            let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-                while db.queued_writes() < n {
-                    tokio::time::sleep(std::time::Duration::from_micros(200)).await;
-                }
-            });
-            waited
-                .await
-                .unwrap_or_else(|_| panic!("{n} writes never queued"));
-        }
-    };
     let mut ids = Vec::new();
     for round in 0..60u64 {
         let id = f.question(None).await;
@@ -659,12 +653,12 @@ async fn an_abandoned_answer_stands_whole_or_not_at_all() {
             let by = Answerer::Person(&alice);
             submit(&state, &row, by, pick_postgres(), &ClientAddr::default()).await
         });
-        wait_queued(1).await;
+        writes_queued(&db, 1).await;
         let behind = tokio::spawn({
             let db = db.clone();
             async move { db.begin_write().await.unwrap() }
         });
-        wait_queued(2).await;
+        writes_queued(&db, 2).await;
         // Its batch commits once the answer and the write behind it are done.
         let ahead = tokio::spawn(ahead.commit());
         // Given up 0 to 14 ms in: from before its first statement to after
@@ -729,4 +723,137 @@ async fn an_abandoned_answer_stands_whole_or_not_at_all() {
     let mut conn = f.state.db.read.acquire().await.unwrap();
     let verified = audit::verify(&mut conn).await.unwrap();
     assert!(verified.is_ok(), "{verified:?}");
+}
+
+/// Waits until `n` writes wait for `db`'s writer.
+async fn writes_queued(db: &crate::db::Db, n: usize) {
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while db.queued_writes() < n {
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+    });
+    waited
+        .await
+        .unwrap_or_else(|_| panic!("{n} writes never queued"));
+}
+
+/// `creations` of one kind, started while the test holds the writer (and
+/// another write waits for it), each on the guess (`optimistic`); `change`
+/// then runs in the held transaction, before any of them writes. Returns
+/// their outcomes and how many guesses the guards refused.
+async fn created_after<R: Request>(
+    f: &Fixture,
+    creations: usize,
+    params: fn() -> crate::widgets::kind::ParamsOf<R>,
+    change: &str,
+) -> (Vec<AppResult<Created>>, u64) {
+    let db = f.state.db.clone();
+    let (_, refused_before) = crate::widgets::optimistic::counts();
+    let mut held = db.begin_write().await.unwrap();
+    let behind = tokio::spawn({
+        let db = db.clone();
+        async move { db.begin_write().await.unwrap() }
+    });
+    writes_queued(&db, 1).await;
+    let mut tasks = Vec::new();
+    for i in 0..creations {
+        let (state, session) = (f.state.clone(), f.session().clone());
+        tasks.push(tokio::spawn(async move {
+            create::<R>(&state, &session, params(), system()).await
+        }));
+        writes_queued(&db, 2 + i).await;
+    }
+    sqlx::query(change)
+        .bind(f.session())
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    let held = tokio::spawn(held.commit());
+    behind.await.unwrap().commit().await.unwrap();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    held.await.unwrap().unwrap();
+    let (_, refused_after) = crate::widgets::optimistic::counts();
+    (outcomes, refused_after - refused_before)
+}
+
+/// A creation that guessed its session live, archived in the batch it then
+/// joins, is refused as archived and writes nothing: its guard refuses the
+/// guess, and it is made again with its read inside the writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_whose_session_was_archived_before_its_turn_writes_nothing() {
+    let f = Fixture::new().await;
+    let archive = "UPDATE sessions SET archived_at = 1 WHERE id = $1";
+    let (mut outcomes, refused) = created_after::<AskUser>(&f, 1, which_database, archive).await;
+    assert_eq!(refusal(outcomes.remove(0)), "session_archived");
+    assert!(refused >= 1, "the guard refused the guess");
+    let widgets: i64 = sqlx::query_scalar("SELECT count(*) FROM widgets WHERE session_id = $1")
+        .bind(f.session())
+        .fetch_one(&f.state.db.read)
+        .await
+        .unwrap();
+    assert_eq!(widgets, 0);
+    let actions: Vec<String> = f.audit_rows().await.into_iter().map(|r| r.action).collect();
+    assert!(
+        !actions.contains(&"widget.create".to_owned()),
+        "{actions:?}"
+    );
+}
+
+/// Creations that all guess there is room under the pending cap cannot
+/// pass it together: each one's guard counts in the batch, so exactly the
+/// room left is filled and the rest are refused `too_many_pending`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creations_queued_together_stop_at_the_pending_cap() {
+    let f = Fixture::new().await;
+    for _ in 0..MAX_PENDING_PER_SESSION - 2 {
+        f.question(None).await;
+    }
+    let touch = "UPDATE sessions SET title = title WHERE id = $1";
+    let (outcomes, refused) = created_after::<AskUser>(&f, 5, which_database, touch).await;
+    let made = outcomes.iter().filter(|o| o.is_ok()).count();
+    let codes: Vec<String> = outcomes
+        .into_iter()
+        .filter(|o| o.is_err())
+        .map(refusal)
+        .collect();
+    assert_eq!(made, 2, "two fit under the cap");
+    assert_eq!(codes, ["too_many_pending"; 3]);
+    assert!(refused >= 3, "the guards refused the guesses past the cap");
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'",
+    )
+    .bind(f.session())
+    .fetch_one(&f.state.db.read)
+    .await
+    .unwrap();
+    assert_eq!(pending, MAX_PENDING_PER_SESSION);
+    let mut conn = f.state.db.read.acquire().await.unwrap();
+    let verified = crate::audit::verify(&mut conn).await.unwrap();
+    assert!(verified.is_ok(), "the audit chain verifies");
+}
+
+/// A request for a value stored in the batch it joins, before its turn, is
+/// born `already_present`, as it would be had it read in the writer: its
+/// guard checks whether every name it asks for is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_for_a_value_stored_before_its_turn_is_born_already_present() {
+    let f = Fixture::new().await;
+    fn guard_key() -> crate::widgets::kind::ParamsOf<EnvVars> {
+        let input = serde_json::from_value(json!({
+            "names": ["GUARD_KEY"], "reason": "to call the API",
+        }));
+        EnvVars::parse(input.unwrap()).unwrap()
+    }
+    // A row that only names the value: the guard reads names alone.
+    let store = "INSERT INTO env_vars \
+         (owner_id, scope, name, key_id, nonce, ciphertext, updated_at, updated_by) \
+         SELECT creator_id, 'global', 'GUARD_KEY', (SELECT max(key_id) FROM keyring), \
+         x'00', x'00', 0, creator_id FROM sessions WHERE id = $1";
+    let (mut outcomes, refused) = created_after::<EnvVars>(&f, 1, guard_key, store).await;
+    let created = outcomes.remove(0).unwrap();
+    assert_eq!(created.status, WidgetStatus::AlreadyPresent);
+    assert!(refused >= 1, "the guard refused the guess");
 }

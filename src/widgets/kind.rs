@@ -69,6 +69,13 @@ pub trait Kind: Send + Sync + 'static {
     /// checked against the params.
     type Answer: Send;
 
+    /// Whether [`Kind::born`] reads anything but what [`Kind::born_ahead`]
+    /// gave (an approval: its rules and quorum). Such a kind is never
+    /// created on a guess (`optimistic.rs`), whose guard checks only the
+    /// session, the cap, and `born_ahead` for the names asked for. A kind
+    /// that overrides `born` must say so here.
+    const BORN_READS: bool = false;
+
     /// What [`Kind::born`] reads that can come with the session's row, in
     /// the statement that reads it (one statement fewer per creation): a
     /// scalar subquery over that row, aliased `s`, giving text or NULL, in

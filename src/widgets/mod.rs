@@ -27,6 +27,7 @@ pub mod kind;
 pub mod life;
 pub(crate) mod markdown;
 mod notices;
+pub mod optimistic;
 #[cfg(test)]
 mod properties;
 mod resolution;

@@ -69,7 +69,7 @@ pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
 
 /// How many widgets of session `$1` are pending, through
 /// `widgets_pending_by_session`.
-const PENDING_COUNT: &str =
+pub(super) const PENDING_COUNT: &str =
     "SELECT count(*) FROM widgets WHERE session_id = $1 AND status = 'pending'";
 
 /// A session's row, how many of its widgets are pending and what `ahead`

@@ -36,6 +36,7 @@ impl Kind for Approval {
     const NAMES: &'static [&'static str] = &[Self::NAME];
     type Params = ApprovalParams;
     type Answer = Vec<(String, String)>;
+    const BORN_READS: bool = true;
 
     /// An identical request the creator approved "always" (for all their
     /// sessions, or for this one) is born approved. One that needs more

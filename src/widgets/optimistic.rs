@@ -1,0 +1,105 @@
+//! On SQLite, a plain creation does not read its session before it writes:
+//! it takes the common case for granted (the session is there and not
+//! archived, it has room under the pending cap, and the kind finds nothing
+//! that would make the widget born terminal) and sends its writes with a
+//! guard in front that checks exactly that, against the batch it joins.
+//! The writer is then held for one hop to sqlx's worker thread per
+//! creation instead of two, and every member of a batch waits for the
+//! hops of those before it (`docs/performance.md`).
+//!
+//! When the guess is wrong, the guard's write breaks `write_guard`'s
+//! `CHECK` (`guess_holds`), which stops the statement list at its
+//! first statement, before any write of it runs; the creation is undone
+//! whole (the writer's memo forgets what it had moved) and made again with
+//! its read inside the writer, which gives the refusal (`404`, `409
+//! session_archived`, `409 too_many_pending`) or the widget born
+//! `already_present`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::MAX_PENDING_PER_SESSION;
+use super::kind::Kind;
+use super::store;
+use crate::db::{Backend, Db, Script};
+use crate::error::AppError;
+use crate::ids::SessionId;
+
+/// Creations made on the guess, and those of them whose guard refused it;
+/// one pair per process (`/metrics`).
+static GUESSES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// (creations guessed, guesses refused) since the start.
+pub fn counts() -> (u64, u64) {
+    let [guessed, refused] = &GUESSES;
+    (
+        guessed.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
+    )
+}
+
+/// Whether a creation of `K` may guess: on SQLite (on PostgreSQL the read
+/// is a statement of the creation's own transaction, which holds no one
+/// up), for a kind whose `born` reads nothing of its own (`BORN_READS`) and
+/// whose `born_ahead`, if any, reads the names it asks for (`names`).
+pub(super) fn allowed<K: Kind>(db: &Db, names: bool) -> bool {
+    db.backend() == Backend::Sqlite
+        && !K::BORN_READS
+        && (K::born_ahead(db.backend().dialect()).is_none() || names)
+}
+
+/// What the guard checks, besides the session and the cap: that the kind's
+/// read (`ahead_sql`, over the session's row aliased `s`: the names already
+/// stored, comma-separated) does not hold every one of `names`.
+pub(super) struct Guard<'a> {
+    pub ahead_sql: Option<&'a str>,
+    pub names: Vec<String>,
+}
+
+impl Guard<'_> {
+    /// Puts the guard in `script`, which must be empty (nothing may be
+    /// written before it): session `id` is there and not archived, has
+    /// fewer than the most pending widgets, and the kind's read does not
+    /// make the widget born terminal.
+    pub(super) fn put_into(self, script: &mut Script<'_>, id: &SessionId) {
+        GUESSES[0].fetch_add(1, Ordering::Relaxed);
+        // `$1` is the session's id, in the pending count's statement too.
+        let mut sql = format!(
+            "INSERT INTO write_guard (id, ok) SELECT 1, count(*) FROM sessions AS s \
+             WHERE s.id = $1 AND s.archived_at IS NULL AND ({}) < $2",
+            store::PENDING_COUNT
+        );
+        if let Some(ahead_sql) = self.ahead_sql {
+            let stored: Vec<String> = (0..self.names.len())
+                .map(|i| {
+                    format!(
+                        "instr(',' || coalesce(({ahead_sql}), '') || ',', ',' || ${} || ',') > 0",
+                        i + 3
+                    )
+                })
+                .collect();
+            sql.push_str(&format!(" AND NOT ({})", stored.join(" AND ")));
+        }
+        // An upsert, so that the row is written, and its CHECK tried,
+        // even where it was deleted.
+        sql.push_str(" ON CONFLICT (id) DO UPDATE SET ok = excluded.ok");
+        let id = id.clone();
+        let names = self.ahead_sql.map(|_| self.names).unwrap_or_default();
+        script.push("guard", &sql, |v| {
+            v.add(id).add(MAX_PENDING_PER_SESSION);
+            for name in names {
+                v.add(name);
+            }
+        });
+    }
+}
+
+/// Whether `err` is the guard refusing the guess; counted, as the creation
+/// is made again.
+pub(super) fn refused(err: &AppError) -> bool {
+    let refused = matches!(err, AppError::Database(sqlx::Error::Database(e))
+        if e.message().contains("guess_holds"));
+    if refused {
+        GUESSES[1].fetch_add(1, Ordering::Relaxed);
+    }
+    refused
+}
