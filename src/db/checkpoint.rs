@@ -27,8 +27,27 @@ use std::time::Duration;
 
 use sqlx::AnyPool;
 
-/// How often the task checkpoints while commits arrive.
+/// How often the task checkpoints while commits arrive, unless
+/// [`SETTING`] says otherwise.
 pub const EVERY: Duration = Duration::from_millis(100);
+
+/// The environment variable that sets the task's interval in
+/// milliseconds; `0` turns the task off (the writer then checkpoints alone,
+/// at [`WRITER_PRAGMA`]'s bound).
+pub const SETTING: &str = "WIDGETD_CHECKPOINT_MS";
+
+/// The task's interval: [`SETTING`] if set to a number, else [`EVERY`];
+/// `None` when it is off.
+fn every() -> Option<Duration> {
+    match std::env::var(SETTING)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => Some(EVERY),
+    }
+}
 
 /// The writer's own `wal_autocheckpoint`: 10,000 pages, about 40 MiB of
 /// 4 KiB pages (SQLite's default is 1,000). Set on every connection; only
@@ -55,9 +74,13 @@ impl Checkpointer {
     /// also ends by itself once the writer that counts them is gone.
     pub(super) fn start(read: AnyPool, commits: &Arc<AtomicU64>) -> Self {
         let this = Self::default();
+        let Some(every) = every() else {
+            return this;
+        };
         let commits = Arc::downgrade(commits);
         tokio::spawn(run(
             read,
+            every,
             commits,
             this.stopped.clone(),
             this.passes.clone(),
@@ -80,12 +103,13 @@ impl Checkpointer {
 
 async fn run(
     read: AnyPool,
+    every: Duration,
     commits: Weak<AtomicU64>,
     stopped: Arc<AtomicBool>,
     passes: Arc<AtomicU64>,
 ) {
     let mut copied = 0;
-    let mut tick = tokio::time::interval(EVERY);
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
