@@ -21,8 +21,6 @@ const PRAGMAS: &[&str] = &[
     "PRAGMA busy_timeout = 10000",
     // Savepoint undo journals and sorts stay off the disk.
     "PRAGMA temp_store = MEMORY",
-    // The WAL is copied back by a task of the daemon (`checkpoint.rs`).
-    super::checkpoint::WRITER_PRAGMA,
 ];
 
 /// Connections opened since the start (by every pool of the process): the

@@ -492,9 +492,7 @@ async fn a_write_ahead_log_cut_short_keeps_a_whole_prefix_and_says_so() {
             .output_within(COMMAND_LIMIT);
         stdout(&out).trim().to_owned()
     };
-    // With its checkpoint task off, the daemon leaves every write in the
-    // log (40 writes are far below the writer's own bound).
-    let mut daemon = Daemon::start_env(&dir, tmp.path(), "wal", &[("WIDGETD_CHECKPOINT_MS", "0")]);
+    let mut daemon = Daemon::start(&dir, tmp.path(), "wal");
     for n in 0..40 {
         let r = client()
             .put(format!("{}/api/v1/env/WAL_{n}", daemon.url))

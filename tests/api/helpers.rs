@@ -658,21 +658,6 @@ impl Daemon {
 
     /// [`Daemon::start`] with more `serve` arguments.
     pub fn start_with(data_dir: &Path, logs: &Path, label: &str, extra: &[&str]) -> Daemon {
-        Self::spawn(data_dir, logs, label, extra, &[])
-    }
-
-    /// [`Daemon::start`] with more environment variables.
-    pub fn start_env(data_dir: &Path, logs: &Path, label: &str, env: &[(&str, &str)]) -> Daemon {
-        Self::spawn(data_dir, logs, label, &[], env)
-    }
-
-    fn spawn(
-        data_dir: &Path,
-        logs: &Path,
-        label: &str,
-        extra: &[&str],
-        env: &[(&str, &str)],
-    ) -> Daemon {
         let (out_log, err_log) = (
             logs.join(format!("{label}.out")),
             logs.join(format!("{label}.err")),
@@ -680,7 +665,6 @@ impl Daemon {
         let mut child = widgetd(data_dir)
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
-            .envs(env.iter().copied())
             .env("RUST_LOG", "trace")
             .env("WIDGETD_ADMIN_PASSWORD", PASSWORD)
             .stdout(std::fs::File::create(&out_log).unwrap())
