@@ -5,14 +5,20 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlx::AnyPool;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Connection};
 
 use super::DatabaseUrl;
 
 /// Connections per daemon. Long-polls and event streams hold none while
 /// they wait, so this bounds concurrent queries, not clients.
 const CONNECTIONS: u32 = 16;
+
+/// How long a pooled connection may sit idle before it is pinged as it is
+/// taken. sqlx pings every connection as it comes back to the pool; one
+/// handed out again soon after needs no second ping, which would be a round
+/// trip on the critical path of every query.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// Connects the daemon's pool.
 pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {
@@ -26,6 +32,19 @@ pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {
     AnyPoolOptions::new()
         .max_connections(CONNECTIONS)
         .acquire_timeout(Duration::from_secs(10))
+        // A connection lost while idle (the server restarted, its backend
+        // terminated) is found and replaced here rather than failing the
+        // query; one lost since its last ping fails its query, which the
+        // caller answers `503 storage_unavailable`.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_AFTER_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await
         .with_context(|| {
