@@ -134,6 +134,19 @@ struct Reads {
     finished_started_at: Option<Instant>,
     value: Option<i64>,
     stamp: Option<Stamp>,
+    /// Whether a read is running now.
+    running: bool,
+}
+
+/// A running epoch read: ending (or dropped with its request) lets the
+/// next one start and wakes every request waiting.
+struct Running<'a>(&'a AuthCache);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.reads.lock().expect("not poisoned").running = false;
+        self.0.read_ended.notify_waiters();
+    }
 }
 
 impl Reads {
@@ -238,8 +251,9 @@ pub fn epoch_reads() -> u64 {
 #[derive(Default)]
 pub struct AuthCache {
     reads: Mutex<Reads>,
-    /// Held while an epoch read runs: one at a time.
-    reading: tokio::sync::Mutex<()>,
+    /// Told when an epoch read ends (or is dropped unfinished): every
+    /// request waiting for it looks again at once.
+    read_ended: tokio::sync::Notify,
     entries: Mutex<Entries>,
 }
 
@@ -282,26 +296,39 @@ impl AuthCache {
     pub async fn epoch(&self, db: &Db) -> Epoch {
         let arrival = self.arrived();
         let fresh = |reads: &Reads| reads.fresh(arrival, poll(db.backend(), reads));
-        if let Some(epoch) = fresh(&self.reads.lock().expect("not poisoned")) {
-            return epoch;
-        }
-        let _reading = self.reading.lock().await;
-        let (id, started_at) = {
-            let mut reads = self.reads.lock().expect("not poisoned");
-            if let Some(epoch) = fresh(&reads) {
-                return epoch;
-            }
-            reads.started += 1;
-            READS_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            (reads.started, Instant::now())
+        // One read at a time. A request that finds one running waits for
+        // it to end, with every other waiter at once (not handed on one by
+        // one, as a lock would), then takes what it read if that read
+        // started after the request arrived, or starts the next.
+        let (id, started_at) = loop {
+            let ended = {
+                let mut reads = self.reads.lock().expect("not poisoned");
+                if let Some(epoch) = fresh(&reads) {
+                    return epoch;
+                }
+                if !reads.running {
+                    reads.running = true;
+                    reads.started += 1;
+                    READS_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break (reads.started, Instant::now());
+                }
+                // Made before the lock is let go: the end of the running
+                // read cannot slip in between.
+                self.read_ended.notified()
+            };
+            ended.await;
         };
+        let running = Running(self);
         let (value, stamp) = read(db).await.unzip();
         let stamp = stamp.flatten();
-        let mut reads = self.reads.lock().expect("not poisoned");
-        reads.finished = id;
-        reads.finished_started_at = Some(started_at);
-        reads.value = value;
-        reads.stamp = stamp;
+        {
+            let mut reads = self.reads.lock().expect("not poisoned");
+            reads.finished = id;
+            reads.finished_started_at = Some(started_at);
+            reads.value = value;
+            reads.stamp = stamp;
+        }
+        drop(running);
         Epoch(value, stamp)
     }
 
@@ -367,3 +394,7 @@ impl AuthCache {
         self.with(epoch, |e| e.notified = Some(notified));
     }
 }
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

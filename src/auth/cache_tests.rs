@@ -1,0 +1,59 @@
+//! How epoch reads are shared and handed on (SQLite; the PostgreSQL path
+//! differs only in how old a read may be, and runs in the API suite).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::AuthCache;
+use crate::testing::TestDb;
+
+fn started(cache: &AuthCache) -> u64 {
+    cache.reads.lock().unwrap().started
+}
+
+#[tokio::test]
+async fn requests_arriving_together_share_a_few_reads() {
+    let test = TestDb::new().await;
+    let cache = Arc::new(AuthCache::default());
+    let requests: Vec<_> = (0..64)
+        .map(|_| {
+            let (cache, db) = (cache.clone(), test.db.clone());
+            tokio::spawn(async move {
+                let c = cache.clone();
+                cache.arrival(async move { c.epoch(&db).await.0 }).await
+            })
+        })
+        .collect();
+    for request in requests {
+        assert_eq!(
+            request.await.unwrap(),
+            Some(0),
+            "every request read the epoch"
+        );
+    }
+    let reads = started(&cache);
+    assert!(
+        (1..=8).contains(&reads),
+        "64 requests arriving together started {reads} reads"
+    );
+}
+
+#[tokio::test]
+async fn a_read_dropped_with_its_request_lets_the_next_one_run() {
+    let test = TestDb::new().await;
+    let cache = AuthCache::default();
+    // Polled once: the read starts, then waits for the database; the
+    // request is then given up.
+    let given_up = tokio::time::timeout(Duration::ZERO, cache.epoch(&test.db)).await;
+    assert!(given_up.is_err(), "the read finished on its first poll");
+    assert_eq!(started(&cache), 1, "the first poll started a read");
+    assert!(
+        !cache.reads.lock().unwrap().running,
+        "the dropped read still counts as running"
+    );
+    let next = tokio::time::timeout(Duration::from_secs(10), cache.epoch(&test.db))
+        .await
+        .expect("a request after the dropped read waited for it forever");
+    assert_eq!(next.0, Some(0));
+    assert_eq!(started(&cache), 2);
+}
