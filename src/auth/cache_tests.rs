@@ -44,14 +44,19 @@ async fn requests_arriving_together_share_a_few_reads() {
 async fn a_read_dropped_with_its_request_lets_the_next_one_run() {
     let test = TestDb::new().await;
     let cache = AuthCache::default();
-    // Polled once: the read starts, then waits for the database; the
-    // request is then given up.
+    // Every read connection is taken, so the read, once started, waits;
+    // polled once, it is then given up with its request.
+    let mut taken = Vec::new();
+    for _ in 0..test.db.read.options().get_max_connections() {
+        taken.push(test.db.read.acquire().await.unwrap());
+    }
     let mut given_up = Box::pin(cache.epoch(&test.db));
     let first = given_up
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()));
-    assert!(first.is_pending(), "the read finished on its first poll");
+    assert!(first.is_pending(), "the read finished with no connection");
     drop(given_up);
+    drop(taken);
     assert_eq!(started(&cache), 1, "the first poll started a read");
     assert!(
         !cache.reads.lock().unwrap().running,
