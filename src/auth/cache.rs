@@ -144,7 +144,10 @@ struct Running<'a>(&'a AuthCache);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.reads.lock().expect("not poisoned").running = false;
+        // Runs while unwinding too: a poisoned lock must not panic again.
+        let mut reads = self.0.reads.lock().unwrap_or_else(|p| p.into_inner());
+        reads.running = false;
+        drop(reads);
         self.0.read_ended.notify_waiters();
     }
 }
