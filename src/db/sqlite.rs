@@ -35,6 +35,7 @@ pub(super) fn connections_opened() -> u64 {
 /// pool and the single-connection write pool.
 pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     sqlx::any::install_default_drivers();
+    super::checkpoint::register();
     create_private_file(path)?;
     let url = SqliteConnectOptions::new().filename(path).to_url_lossy();
     let options = AnyConnectOptions::from_url(&url)
@@ -46,27 +47,33 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     probe.close().await?;
-    let pool = |connections: u32| {
+    let pool = |connections: u32, writer: bool| {
         AnyPoolOptions::new()
             .max_connections(connections)
-            .after_connect(|conn, _| {
+            .after_connect(move |conn, _| {
                 Box::pin(async move {
                     OPENED.fetch_add(1, Ordering::SeqCst);
                     for pragma in PRAGMAS {
                         sqlx::query(pragma).execute(&mut *conn).await?;
                     }
+                    if writer {
+                        // The daemon's task checkpoints the WAL (`checkpoint.rs`).
+                        sqlx::query(super::checkpoint::INSTALL)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
                     Ok(())
                 })
             })
     };
-    let write = pool(1)
+    let write = pool(1, true)
         // The writer takes the connection once per batch; a ping before
         // each would add a round trip to every group commit.
         .test_before_acquire(false)
         .connect_with(options.clone())
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
-    let read = pool(8)
+    let read = pool(8, false)
         // A local file does not drop connections: no ping before each read.
         .test_before_acquire(false)
         .connect_with(options)
