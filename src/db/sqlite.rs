@@ -56,11 +56,14 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
                     for pragma in PRAGMAS {
                         sqlx::query(pragma).execute(&mut *conn).await?;
                     }
-                    if writer {
-                        // The daemon's task checkpoints the WAL (`checkpoint.rs`).
-                        sqlx::query(super::checkpoint::INSTALL)
+                    // The daemon's task checkpoints the WAL (`checkpoint.rs`);
+                    // without the hook SQLite's own checkpoints on the writer.
+                    if writer
+                        && let Err(e) = sqlx::query(super::checkpoint::INSTALL)
                             .execute(&mut *conn)
-                            .await?;
+                            .await
+                    {
+                        tracing::warn!(error = %e, "no WAL hook; SQLite checkpoints on the writer");
                     }
                     Ok(())
                 })
