@@ -107,6 +107,11 @@ pub async fn run(state: Arc<Core>) {
 /// Starts an attempt for each due notice that may go now.
 async fn dispatch(sender: &Arc<Sender>) -> anyhow::Result<()> {
     let now = clock::now_ms();
+    // Notices in flight as the list is read: one whose attempt ends
+    // meanwhile may be read as it was before that attempt (its count, its
+    // next time), and sending it again now would send it twice. They wait
+    // for the next read, which the attempt's end wakes.
+    let busy = sender.in_flight.lock().unwrap().clone();
     // At most PER_OWNER due notices per owner: one owner's backlog never
     // crowds another's out of the batch.
     let due: Vec<Due> = sqlx::query_as(
@@ -128,7 +133,7 @@ async fn dispatch(sender: &Arc<Sender>) -> anyhow::Result<()> {
             postpone(&sender.state, &notice.endpoint_id, until).await?;
             continue;
         }
-        if sender.in_flight.lock().unwrap().contains(&notice.id) {
+        if busy.contains(&notice.id) || sender.in_flight.lock().unwrap().contains(&notice.id) {
             continue;
         }
         let mut per_owner = sender.per_owner.lock().unwrap();
