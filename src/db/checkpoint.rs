@@ -94,6 +94,9 @@ struct Hook {
 
 /// The auto-extension: registers `widgetd_wal_hook()` on a new connection,
 /// with the connection's [`Hook`] state, freed as the connection closes.
+/// Answers OK whatever came of it: SQLite fails the open of a connection
+/// whose auto-extension fails, and without the function the write pool's
+/// [`INSTALL`] fails instead, which leaves SQLite's own hook in place.
 unsafe extern "C" fn on_open(
     db: *mut ffi::sqlite3,
     _error: *mut *mut c_char,
@@ -116,8 +119,9 @@ unsafe extern "C" fn on_open(
             None,
             None,
             Some(free_hook),
-        )
+        );
     }
+    ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn free_hook(hook: *mut c_void) {
