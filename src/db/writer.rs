@@ -166,15 +166,22 @@ impl Member {
     pub(super) async fn commit(mut self) -> sqlx::Result<()> {
         let guard = self.guard.take().expect("a live WriteTx holds the writer");
         let mut done = self.done.clone();
-        let ended = if self.released {
-            Ended::Released
+        if self.released && !closes(&self.writer, &guard) {
+            // Nothing to send to SQLite: handed on here, without a task
+            // between this member and the next one.
+            let mut guard = guard;
+            hand_on(&self.writer, &mut guard);
         } else {
-            Ended::Keep
-        };
-        // Spawned: a caller cancelled halfway must not leave the batch open.
-        tokio::spawn(leave(self.writer.clone(), guard, ended))
-            .await
-            .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??;
+            let ended = if self.released {
+                Ended::Released
+            } else {
+                Ended::Keep
+            };
+            // Spawned: a caller cancelled halfway must not leave the batch open.
+            tokio::spawn(leave(self.writer.clone(), guard, ended))
+                .await
+                .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??;
+        }
         let outcome = done.wait_for(Option::is_some).await.map_err(|_| {
             sqlx::Error::Io(std::io::Error::other("the write batch ended unfinished"))
         })?;
@@ -239,15 +246,22 @@ impl Drop for Member {
 
 /// Joins (or opens) the current batch with a fresh savepoint.
 pub(super) async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
+    let guard = writer.lock().await;
+    let state = &*guard;
+    if state.spare && !state.in_savepoint && state.batch.is_some() {
+        // The last member's write opened this one's savepoint: nothing to
+        // send to SQLite, so nothing a cancelled caller could leave
+        // half-done, and no task between the last member and this one.
+        return Ok(admit(writer, guard));
+    }
     // Spawned: if the caller is cancelled meanwhile, the finished member is
     // dropped by the task, which undoes its savepoint.
-    tokio::spawn(enter(writer))
+    tokio::spawn(enter(writer, guard))
         .await
         .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
 }
 
-async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
-    let mut guard = writer.lock().await;
+async fn enter(writer: Arc<Writer>, mut guard: OwnedMutexGuard<State>) -> sqlx::Result<Member> {
     let state = &mut *guard;
     if state.in_savepoint {
         // A member dropped where its undo could not be scheduled.
@@ -267,17 +281,24 @@ async fn enter(writer: Arc<Writer>) -> sqlx::Result<Member> {
             return Err(e);
         }
     }
+    Ok(admit(writer, guard))
+}
+
+/// Makes the holder of the writer a member of the open batch, in the
+/// savepoint opened for it.
+fn admit(writer: Arc<Writer>, mut guard: OwnedMutexGuard<State>) -> Member {
+    let state = &mut *guard;
     state.spare = false;
     state.in_savepoint = true;
-    let batch = state.batch.as_mut().expect("opened above");
+    let batch = state.batch.as_mut().expect("a member joins an open batch");
     batch.members += 1;
     let done = batch.done.subscribe();
-    Ok(Member {
+    Member {
         writer,
         guard: Some(guard),
         done,
         released: false,
-    })
+    }
 }
 
 /// `BEGIN IMMEDIATE` with the first member's savepoint, in one hop; the
@@ -343,9 +364,8 @@ async fn leave(
     mut guard: OwnedMutexGuard<State>,
     ended: Ended,
 ) -> sqlx::Result<()> {
+    let close = closes(&writer, &guard);
     let state = &mut *guard;
-    let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
-    let close = writer.queued.load(Ordering::SeqCst) == 0 || batch.members >= MAX_MEMBERS;
     let keep = ended != Ended::Undo;
     if keep && close {
         // COMMIT ends the member's savepoint (or the next one, opened by
@@ -355,12 +375,11 @@ async fn leave(
         commit_batch(state).await;
         return Ok(());
     }
-    let ended = if ended == Ended::Released {
-        state.in_savepoint = false;
-        state.memo.keep_member();
-        state.spare = true;
-        Ok(())
-    } else if keep {
+    if ended == Ended::Released {
+        hand_on(&writer, state);
+        return Ok(());
+    }
+    let ended = if keep {
         let conn = state.conn.as_mut().expect("a savepoint lives in a batch");
         let released = conn
             .execute(sqlx::raw_sql("RELEASE member; SAVEPOINT member"))
@@ -379,15 +398,39 @@ async fn leave(
         abort_batch(state, &e).await;
         return Err(e);
     }
-    let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
     if close {
         commit_batch(state).await;
-    } else if !batch.finisher {
+    } else {
+        finish_later(&writer, state);
+    }
+    Ok(())
+}
+
+/// Whether the member holding the writer should commit the batch as it
+/// leaves: nobody waits to join it, or it is full.
+fn closes(writer: &Writer, state: &State) -> bool {
+    let batch = state.batch.as_ref().expect("a savepoint lives in a batch");
+    writer.queued.load(Ordering::SeqCst) == 0 || batch.members >= MAX_MEMBERS
+}
+
+/// Hands the open batch on from a member whose last write released its
+/// savepoint and opened the next one ([`RELEASE`]), making sure a later
+/// task commits it.
+fn hand_on(writer: &Arc<Writer>, state: &mut State) {
+    state.in_savepoint = false;
+    state.memo.keep_member();
+    state.spare = true;
+    finish_later(writer, state);
+}
+
+/// Makes sure a task will commit the open batch.
+fn finish_later(writer: &Arc<Writer>, state: &mut State) {
+    let batch = state.batch.as_mut().expect("a savepoint lives in a batch");
+    if !batch.finisher {
         // Queued behind those already waiting: they join this batch first.
         batch.finisher = true;
         tokio::spawn(finish(writer.clone(), batch.id));
     }
-    Ok(())
 }
 
 /// Commits batch `id` unless someone already ended it.
