@@ -9,6 +9,11 @@
 //! (`docs/performance.md`, "Ids in time order"). Ids made before are v4;
 //! both are accepted.
 
+/// A new UUID v7: this millisecond, then 74 random bits (no counter).
+pub fn time_ordered() -> uuid::Uuid {
+    uuid::Uuid::new_v7(uuid::Timestamp::now(uuid::NoContext))
+}
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -20,8 +25,7 @@ macro_rules! id_type {
         impl $name {
             /// A fresh id: this millisecond and 74 random bits.
             pub fn generate() -> Self {
-                let now = uuid::Timestamp::now(uuid::NoContext);
-                Self(uuid::Uuid::new_v7(now).to_string())
+                Self(time_ordered().to_string())
             }
 
             /// Accepts only a well-formed UUID, normalised to lower case.

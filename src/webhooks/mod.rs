@@ -228,7 +228,9 @@ pub async fn enqueue(
             "INSERT INTO webhook_outbox (msg_id, endpoint_id, event, payload, created_at, next_attempt_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
-        .bind(format!("msg_{}", uuid::Uuid::new_v4().simple()))
+        // In time order, as ids are (`crate::ids`): one page of the
+        // `msg_id` index takes a batch's notices.
+        .bind(format!("msg_{}", crate::ids::time_ordered().simple()))
         .bind(&endpoint)
         .bind(notice.event)
         .bind(payload.to_string())
