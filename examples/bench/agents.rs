@@ -32,6 +32,14 @@ pub const AGENTS: usize = 200;
 const PACE: Duration = Duration::from_secs(1);
 /// Workers of the read phases.
 const READERS: usize = 64;
+/// Creations a closed-loop worker makes as one agent before it moves on to
+/// its next (a new session and token): under the agent's rate limit (a
+/// burst of 30, `src/limits.rs`) and the session's pending cap (50), so
+/// that the loop measures creations and reads, not refusals.
+const CREATIONS_PER_AGENT: u64 = 25;
+/// Most calls per second the closed loops make room for (agents made
+/// ahead per worker); past that, a worker's last agent is refused.
+const CLOSED_MAX_PER_S: f64 = 12_000.0;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -74,7 +82,7 @@ pub async fn run(
     for via in [Via::Rest, Via::Mcp] {
         let name = name(via);
         eprintln!("bench: {name}, {AGENTS} agents at ~1 call/s each ({open_secs}s)");
-        let agents = agents(scene, via).await?;
+        let agents = agents(scene, via, AGENTS).await?;
         let (samples, failed) = open_loop(scene, agents, open_secs).await;
         figures.push((format!("{name}_open_p50_ms"), round(samples.quantile(0.5))));
         figures.push((format!("{name}_open_p99_ms"), round(samples.quantile(0.99))));
@@ -83,8 +91,20 @@ pub async fn run(
     }
     for via in [Via::Rest, Via::Mcp, Via::McpPlain] {
         let name = name(via);
-        eprintln!("bench: {name}, {AGENTS} agents back to back ({secs}s)");
-        let agents = agents(scene, via).await?;
+        // Every call of two is a creation.
+        let per_worker =
+            (CLOSED_MAX_PER_S * secs / AGENTS as f64 / 2.0 / CREATIONS_PER_AGENT as f64)
+                .ceil()
+                .max(1.0) as usize;
+        eprintln!(
+            "bench: {name}, {AGENTS} agents back to back ({secs}s; making {} agents, \
+             {per_worker} per worker, each used for {CREATIONS_PER_AGENT} creations)",
+            AGENTS * per_worker
+        );
+        let mut made = agents(scene, via, AGENTS * per_worker).await?.into_iter();
+        let agents: Vec<Vec<Arc<Agent>>> = (0..AGENTS)
+            .map(|_| made.by_ref().take(per_worker).collect())
+            .collect();
         let started = Instant::now();
         let cpu = |pid| crate::creation::cpu_secs(pid);
         let (daemon_before, bench_before) = (cpu(daemon), cpu(std::process::id()));
@@ -192,9 +212,9 @@ fn name(via: Via) -> &'static str {
 
 /// [`AGENTS`] agents, each in a new session with a widget to read; over
 /// MCP each with its client connected (`initialize` done).
-async fn agents(scene: &Scene, via: Via) -> anyhow::Result<Vec<Arc<Agent>>> {
-    let mut agents = Vec::with_capacity(AGENTS);
-    for _ in 0..AGENTS {
+async fn agents(scene: &Scene, via: Via, count: usize) -> anyhow::Result<Vec<Arc<Agent>>> {
+    let mut agents = Vec::with_capacity(count);
+    for _ in 0..count {
         let session = scene.session().await?;
         let widget = scene.create_widget(&session, "BENCH_STATUS").await?;
         let mcp = match via {
@@ -348,16 +368,19 @@ async fn open_loop(scene: &Scene, agents: Vec<Arc<Agent>>, secs: f64) -> (Sample
     (samples, failed)
 }
 
-/// Every agent calls back to back for `secs`.
-async fn closed_loop(scene: &Scene, agents: Vec<Arc<Agent>>, secs: f64) -> (Samples, usize) {
+/// Every worker calls back to back for `secs`, as each of its agents in
+/// turn, [`CREATIONS_PER_AGENT`] creations each.
+async fn closed_loop(scene: &Scene, workers: Vec<Vec<Arc<Agent>>>, secs: f64) -> (Samples, usize) {
     let until = Instant::now() + Duration::from_secs_f64(secs);
-    let workers = agents.into_iter().map(|agent| {
+    let workers = workers.into_iter().map(|agents| {
         let scene = scene.clone();
         tokio::spawn(async move {
             let (mut samples, mut failed, mut n) = (Samples::default(), 0, 0);
             while Instant::now() < until {
+                let turn = (n / (2 * CREATIONS_PER_AGENT)) as usize;
+                let agent = &agents[turn.min(agents.len() - 1)];
                 let t = Instant::now();
-                match call(&scene, &agent, n).await {
+                match call(&scene, agent, n).await {
                     true => samples.add(t),
                     false => failed += 1,
                 }
