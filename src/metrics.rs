@@ -274,12 +274,6 @@ fn render_writes(out: &mut String) {
     );
     counter(
         out,
-        "widgetd_db_checkpoints_total",
-        "On SQLite, WAL checkpoints run by the daemon's checkpoint task, off the writer's path.",
-        crate::db::checkpoint_passes(),
-    );
-    counter(
-        out,
         "widgetd_db_write_failures_total",
         "Writes that did not reach the disk: failed commits and requests refused with storage_unavailable (full or read-only disk, I/O errors).",
         WRITES.failures.load(Ordering::Relaxed),

@@ -11,7 +11,6 @@
 //! caps counted before an insert) holds on both.
 
 mod changes;
-mod checkpoint;
 pub mod copy;
 pub mod integrity;
 mod memo;
@@ -34,7 +33,6 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
-pub use self::checkpoint::passes as checkpoint_passes;
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
@@ -104,8 +102,6 @@ pub struct Db {
     writer: Arc<writer::Writer>,
     /// On SQLite, whether what a reader saw may have changed since.
     changes: Option<Arc<changes::Changes>>,
-    /// On SQLite, the task that checkpoints the WAL.
-    checkpointer: Option<Arc<checkpoint::Checkpointer>>,
     /// PostgreSQL's URL, for the connection that hears other daemons.
     url: Option<DatabaseUrl>,
 }
@@ -115,9 +111,7 @@ impl Db {
     /// migrate.
     pub async fn open(path: &Path) -> anyhow::Result<Self> {
         let (read, write) = sqlite::open(path).await?;
-        let mut db = Self::from_pools(Backend::Sqlite, read, write);
-        db.checkpointer = Some(Arc::new(checkpoint::Checkpointer::start(db.read.clone())));
-        Ok(db)
+        Ok(Self::from_pools(Backend::Sqlite, read, write))
     }
 
     /// Opens the database `url` names: a SQLite file or PostgreSQL. Does not
@@ -149,7 +143,6 @@ impl Db {
             backend,
             writer,
             changes,
-            checkpointer: None,
             url: None,
         }
     }
@@ -273,9 +266,6 @@ impl Db {
     /// the WAL and removes the -wal and -shm files, so the database file
     /// alone is complete afterwards.
     pub async fn close(&self) {
-        if let Some(checkpointer) = &self.checkpointer {
-            checkpointer.stop();
-        }
         if let Some(changes) = &self.changes {
             changes.close().await;
         }

@@ -35,7 +35,6 @@ pub(super) fn connections_opened() -> u64 {
 /// pool and the single-connection write pool.
 pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
     sqlx::any::install_default_drivers();
-    super::checkpoint::register();
     create_private_file(path)?;
     let url = SqliteConnectOptions::new().filename(path).to_url_lossy();
     let options = AnyConnectOptions::from_url(&url)
@@ -47,36 +46,27 @@ pub(super) async fn open(path: &Path) -> anyhow::Result<(AnyPool, AnyPool)> {
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     probe.close().await?;
-    let pool = |connections: u32, writer: bool| {
+    let pool = |connections: u32| {
         AnyPoolOptions::new()
             .max_connections(connections)
-            .after_connect(move |conn, _| {
+            .after_connect(|conn, _| {
                 Box::pin(async move {
                     OPENED.fetch_add(1, Ordering::SeqCst);
                     for pragma in PRAGMAS {
                         sqlx::query(pragma).execute(&mut *conn).await?;
                     }
-                    // The daemon's task checkpoints the WAL (`checkpoint.rs`);
-                    // without the hook SQLite's own checkpoints on the writer.
-                    if writer
-                        && let Err(e) = sqlx::query(super::checkpoint::INSTALL)
-                            .execute(&mut *conn)
-                            .await
-                    {
-                        tracing::warn!(error = %e, "no WAL hook; SQLite checkpoints on the writer");
-                    }
                     Ok(())
                 })
             })
     };
-    let write = pool(1, true)
+    let write = pool(1)
         // The writer takes the connection once per batch; a ping before
         // each would add a round trip to every group commit.
         .test_before_acquire(false)
         .connect_with(options.clone())
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
-    let read = pool(8, false)
+    let read = pool(8)
         // A local file does not drop connections: no ping before each read.
         .test_before_acquire(false)
         .connect_with(options)
