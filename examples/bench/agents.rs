@@ -210,8 +210,8 @@ fn name(via: Via) -> &'static str {
     }
 }
 
-/// [`AGENTS`] agents, each in a new session with a widget to read; over
-/// MCP each with its client connected (`initialize` done).
+/// `count` agents, each in a new session with a widget to read; over MCP
+/// each with its client connected (`initialize` done).
 async fn agents(scene: &Scene, via: Via, count: usize) -> anyhow::Result<Vec<Arc<Agent>>> {
     let mut agents = Vec::with_capacity(count);
     for _ in 0..count {
