@@ -34,6 +34,16 @@ async fn unpack(data: &Path) {
         .create_if_missing(true);
     let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
     sqlx::raw_sql(&dump).execute(&mut conn).await.unwrap();
+    // The fixture's pending widget was made with the default week to wait,
+    // which has since passed, and the daemon's sweep would expire it at
+    // start: it is due a week from today instead, as it was when made. Its
+    // due time is in no audit row.
+    let week_ahead = widgetd::clock::now_ms() + 7 * 24 * 3600 * 1000;
+    sqlx::query("UPDATE widgets SET expires_at = $1 WHERE status = 'pending'")
+        .bind(week_ahead)
+        .execute(&mut conn)
+        .await
+        .unwrap();
     conn.close().await.unwrap();
 }
 
