@@ -187,7 +187,7 @@ pub async fn take_agent(tx: &mut WriteTx, session: &SessionId) -> AppResult<()> 
 /// Otherwise (PostgreSQL, or a bucket not remembered) taken at once.
 pub async fn take_agent_into(
     tx: &mut WriteTx,
-    script: &mut Script<'_>,
+    script: &mut Script,
     session: &SessionId,
 ) -> AppResult<()> {
     let key = format!("agent:{session}");
@@ -199,12 +199,13 @@ pub async fn take_agent_into(
 /// [`take_agent_into`] for any one bucket, as of `now`.
 async fn take_into_at(
     tx: &mut WriteTx,
-    script: &mut Script<'_>,
+    script: &mut Script,
     key: String,
     bucket: Bucket,
     now: i64,
 ) -> sqlx::Result<Result<(), Duration>> {
     let Some(row) = tx.memo().and_then(|memo| memo.bucket(&key)) else {
+        tx.ready().await?;
         return take_one(tx, &key, bucket, now).await;
     };
     let level = level_at(bucket, Some(row), now);

@@ -278,6 +278,24 @@ fn render_writes(out: &mut String) {
         "Writes that did not reach the disk: failed commits and requests refused with storage_unavailable (full or read-only disk, I/O errors).",
         WRITES.failures.load(Ordering::Relaxed),
     );
+    counter(
+        out,
+        "widgetd_db_scripts_total",
+        "SQLite: write scripts left to the writer's task and run by it (several members' in one hop to the database thread).",
+        WRITES.scripts.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "widgetd_db_script_hops_total",
+        "SQLite: hops to the database thread those scripts took; widgetd_db_scripts_total divided by this, the scripts per hop.",
+        WRITES.script_hops.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "widgetd_db_scripts_superseded_total",
+        "SQLite: scripts not run because one built before them failed; their requests were made again.",
+        WRITES.superseded.load(Ordering::Relaxed),
+    );
     family(
         out,
         "widgetd_db_commit_duration_seconds",

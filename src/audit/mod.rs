@@ -149,7 +149,7 @@ pub async fn append(
 /// most one per script: on SQLite the chain's head moves when it ran.
 pub async fn append_into(
     tx: &mut WriteTx,
-    script: &mut Script<'_>,
+    script: &mut Script,
     actor: &Actor,
     client: &ClientAddr,
     entry: Entry<'_>,
@@ -184,10 +184,13 @@ pub async fn append_into(
         .and_then(|memo| memo.audit_head().map(|(id, hash)| (id, hash.to_vec())));
     let (last_id, prev_hash) = match remembered {
         Some(head) => head,
-        None => sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?
-            .unwrap_or((0, vec![0u8; 32])),
+        None => {
+            tx.ready().await?;
+            sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+                .fetch_optional(&mut **tx)
+                .await?
+                .unwrap_or((0, vec![0u8; 32]))
+        }
     };
     row.id = last_id + 1;
     row.hash = row.compute_hash(&prev_hash);
@@ -249,7 +252,7 @@ fn chained_insert(rows: usize) -> String {
 }
 
 /// Binds what a row says, the part staged and chained alike.
-fn bind_entry(v: &mut Values<'_, '_>, row: AuditRow) {
+fn bind_entry(v: &mut Values<'_>, row: AuditRow) {
     v.add(row.at)
         .add(row.actor)
         .add(row.action)
@@ -262,7 +265,7 @@ fn bind_entry(v: &mut Values<'_, '_>, row: AuditRow) {
 }
 
 /// Binds a chained row: what it says, then its place in the chain.
-fn bind_chained(v: &mut Values<'_, '_>, mut row: AuditRow) {
+fn bind_chained(v: &mut Values<'_>, mut row: AuditRow) {
     let (id, prev, hash) = (
         row.id,
         std::mem::take(&mut row.prev_hash),

@@ -17,6 +17,7 @@
 //! On PostgreSQL there is no memo: several daemons write, and each
 //! transaction reads the rows.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// Most buckets kept; past that the memo starts afresh (rows are re-read),
@@ -30,6 +31,8 @@ pub struct Memo {
     buckets: HashMap<String, (f64, i64)>,
     /// What the member holding the writer changed, undone with its savepoint.
     touched: Touched,
+    /// It answered the member holding the writer from what it holds.
+    served: Cell<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -41,9 +44,9 @@ struct Touched {
 impl Memo {
     /// The last audit row's id and hash, when known.
     pub fn audit_head(&self) -> Option<(i64, &[u8])> {
-        self.audit_head
-            .as_ref()
-            .map(|(id, hash)| (*id, hash.as_slice()))
+        let head = self.audit_head.as_ref();
+        self.served.set(self.served.get() || head.is_some());
+        head.map(|(id, hash)| (*id, hash.as_slice()))
     }
 
     /// The audit row `id` with `hash` is now the last one.
@@ -54,7 +57,20 @@ impl Memo {
 
     /// A bucket's stored (tokens, updated_at), when known.
     pub fn bucket(&self, key: &str) -> Option<(f64, i64)> {
-        self.buckets.get(key).copied()
+        let level = self.buckets.get(key).copied();
+        self.served.set(self.served.get() || level.is_some());
+        level
+    }
+
+    /// Whether the member holding the writer was answered from the memo
+    /// since [`Memo::new_turn`].
+    pub(super) fn served(&self) -> bool {
+        self.served.get()
+    }
+
+    /// A new member holds the writer.
+    pub(super) fn new_turn(&mut self) {
+        self.served.set(false);
     }
 
     /// The bucket `key` is stored as `level`, or has no row (`None`).

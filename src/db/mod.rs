@@ -10,11 +10,13 @@
 //! invariant that rests on that (the audit chain, event and prompt order,
 //! caps counted before an insert) holds on both.
 
+mod batch;
 mod changes;
 pub mod copy;
 pub mod integrity;
 mod memo;
 mod pg_write;
+mod pipe;
 mod postgres;
 mod script;
 mod sqlite;
@@ -34,6 +36,7 @@ use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
+pub use self::pipe::{Superseded, superseded};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;
@@ -179,6 +182,19 @@ impl Db {
     /// fewer, for transactions whose first step is to lock their session.
     pub async fn begin_write_locking(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
         write_tx::begin(self.writer.clone(), false, Some(first)).await
+    }
+
+    /// [`Db::begin_write_locking`] for a transaction that reads nothing
+    /// and ends with one [`Script`] built from the writer's memory
+    /// ([`WriteTx::memo`]): on SQLite it takes the writer without its
+    /// connection, and its script is left to the writer's task, sent with
+    /// others in one hop (`pipe.rs`); the writer's next member builds
+    /// meanwhile. Reading, or writing other than with that script, needs
+    /// [`WriteTx::ready`] first. Its commit may be refused as superseded
+    /// ([`superseded`]): a write built before it failed, and the caller
+    /// makes its work again.
+    pub async fn begin_write_deferred(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
+        write_tx::begin_deferred(self.writer.clone(), first).await
     }
 
     /// A write transaction that no other write transaction of the

@@ -19,26 +19,27 @@ use super::{Dialect, WriteTx};
 type Then = Box<dyn FnOnce(&mut WriteTx) + Send>;
 
 /// Writes gathered to be sent as one statement.
-pub struct Script<'q> {
+pub struct Script {
     dialect: Dialect,
     /// `(name, statement)`: on PostgreSQL every one but the last becomes
     /// `name AS (statement)`, so a later one may read an earlier one's
     /// `RETURNING`.
     writes: Vec<(&'static str, String)>,
-    args: AnyArguments<'q>,
+    args: AnyArguments<'static>,
     /// The first value that could not be encoded.
     failed: Option<BoxDynError>,
     then: Vec<Then>,
 }
 
 /// The values of one write, in the order of its placeholders.
-pub struct Values<'a, 'q>(&'a mut Script<'q>);
+pub struct Values<'a>(&'a mut Script);
 
-impl<'q> Values<'_, 'q> {
-    /// Binds the next placeholder.
+impl Values<'_> {
+    /// Binds the next placeholder. Values are owned, so that a script can
+    /// be left to the writer's task (`pipe.rs`).
     pub fn add<T>(&mut self, value: T) -> &mut Self
     where
-        T: 'q + sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any>,
+        T: 'static + sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any>,
     {
         if let Err(e) = self.0.args.add(value)
             && self.0.failed.is_none()
@@ -49,7 +50,7 @@ impl<'q> Values<'_, 'q> {
     }
 }
 
-impl<'q> Script<'q> {
+impl Script {
     pub fn new(dialect: Dialect) -> Self {
         Self {
             dialect,
@@ -71,11 +72,15 @@ impl<'q> Script<'q> {
         &mut self,
         name: &'static str,
         sql: &str,
-        bind: impl FnOnce(&mut Values<'_, 'q>),
+        bind: impl FnOnce(&mut Values<'_>),
     ) -> &mut Self {
         let offset = self.args.len();
         bind(&mut Values(self));
         let (sql, highest) = renumber(sql, offset);
+        debug_assert!(
+            !sql.contains(';'),
+            "a write is one statement (the writer's task counts them): {sql:?}"
+        );
         debug_assert_eq!(
             highest,
             self.args.len() - offset,
@@ -119,6 +124,7 @@ impl<'q> Script<'q> {
     /// [`Script::then`].
     pub async fn run(mut self, tx: &mut WriteTx) -> sqlx::Result<()> {
         let then = std::mem::take(&mut self.then);
+        tx.ready().await?;
         self.run_on(tx).await?;
         for step in then {
             step(tx);
@@ -131,9 +137,23 @@ impl<'q> Script<'q> {
     /// hop to the writer's thread of its own; the steps added with
     /// [`Script::then`] run first, so that the writer's memory they change
     /// is forgotten, and read again, should the writes fail or their caller
-    /// give up partway.
+    /// give up partway. A transaction begun deferred leaves the statement
+    /// to the writer's task (`pipe.rs`) instead.
     pub async fn commit(mut self, mut tx: WriteTx) -> sqlx::Result<()> {
         let then = std::mem::take(&mut self.then);
+        if tx.is_deferred() {
+            for step in then {
+                step(&mut tx);
+            }
+            if let Some(e) = self.failed {
+                return Err(sqlx::Error::Encode(e));
+            }
+            if self.writes.is_empty() {
+                return tx.commit().await;
+            }
+            let (sql, statements) = (self.statement(), self.writes.len());
+            return tx.leave_script(sql, self.args, statements).await;
+        }
         let release = tx.release_sql().filter(|_| !self.writes.is_empty());
         if let Some(release) = release {
             for step in then {
@@ -168,7 +188,7 @@ impl<'q> Script<'q> {
 
 /// `sql` with every placeholder `$n` outside quotes made `$(n + offset)`,
 /// and the highest `n` it had (0 if none).
-fn renumber(sql: &str, offset: usize) -> (String, usize) {
+pub(super) fn renumber(sql: &str, offset: usize) -> (String, usize) {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut highest = 0;
     let mut quoted = false;

@@ -21,6 +21,12 @@ pub struct WriteStats {
     pub failures: AtomicU64,
     /// Whether the last commit or batch reached the disk.
     pub last_ok: AtomicBool,
+    /// SQLite: scripts the writer's task ran for their members
+    /// (`pipe.rs`), the hops they took, and those superseded (not run: one
+    /// built before them failed).
+    pub scripts: AtomicU64,
+    pub script_hops: AtomicU64,
+    pub superseded: AtomicU64,
     /// Commit durations: count per bucket, and the sum of seconds.
     durations: Mutex<([u64; COMMIT_BUCKETS.len()], f64)>,
 }
@@ -31,6 +37,9 @@ pub static WRITES: WriteStats = WriteStats {
     members: AtomicU64::new(0),
     failures: AtomicU64::new(0),
     last_ok: AtomicBool::new(true),
+    scripts: AtomicU64::new(0),
+    script_hops: AtomicU64::new(0),
+    superseded: AtomicU64::new(0),
     durations: Mutex::new(([0; COMMIT_BUCKETS.len()], 0.0)),
 };
 

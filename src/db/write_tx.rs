@@ -9,7 +9,8 @@ use sqlx::AnyConnection;
 
 use super::Memo;
 use super::pg_write::{AfterCommit, PgWrite};
-use super::writer::{Member, Writer, join};
+use super::pipe::Deferred;
+use super::writer::{Member, Writer, join, seated};
 
 /// One request's write transaction. On SQLite a savepoint in the writer's
 /// batch: dropped without [`WriteTx::commit`], it rolls back its own
@@ -20,6 +21,9 @@ pub struct WriteTx(Inner);
 
 enum Inner {
     Member(Member),
+    /// A SQLite member that holds the writer without its connection yet
+    /// ([`Db::begin_write_deferred`](super::Db::begin_write_deferred)).
+    Deferred(Deferred),
     Postgres(Box<PgWrite>, Arc<Writer>),
 }
 
@@ -43,7 +47,7 @@ impl WriteTx {
         locks: impl IntoIterator<Item = super::Lock<'a>>,
     ) -> sqlx::Result<()> {
         match &mut self.0 {
-            Inner::Member(_) => Ok(()),
+            Inner::Member(_) | Inner::Deferred(_) => Ok(()),
             Inner::Postgres(write, _) => write.lock_all(locks).await,
         }
     }
@@ -54,6 +58,9 @@ impl WriteTx {
     pub async fn commit(self) -> sqlx::Result<()> {
         match self.0 {
             Inner::Member(member) => member.commit().await,
+            // Nothing written: what it changed in the memory is forgotten
+            // with its turn.
+            Inner::Deferred(_) => Ok(()),
             Inner::Postgres(write, writer) => write.commit(&writer.pool, &writer.follow_up).await,
         }
     }
@@ -83,7 +90,61 @@ impl WriteTx {
     pub fn memo(&mut self) -> Option<&mut Memo> {
         match &mut self.0 {
             Inner::Member(member) => member.memo(),
+            Inner::Deferred(deferred) => Some(deferred.turn().memo()),
             Inner::Postgres(..) => None,
+        }
+    }
+
+    /// Which database this transaction writes to, without its connection.
+    pub fn dialect(&self) -> super::Dialect {
+        match &self.0 {
+            Inner::Member(_) | Inner::Deferred(_) => super::Dialect::Sqlite,
+            Inner::Postgres(..) => super::Dialect::Postgres,
+        }
+    }
+
+    /// Whether this transaction was begun deferred and has not taken the
+    /// connection yet ([`WriteTx::ready`]).
+    pub fn is_deferred(&self) -> bool {
+        matches!(self.0, Inner::Deferred(_))
+    }
+
+    /// Takes the connection for a transaction begun deferred, once every
+    /// script left before it has run; a no-op for the others. Then `&mut
+    /// *tx` reads and writes as in any write transaction. Refused as
+    /// superseded (`db::superseded`) when what the transaction read from
+    /// the writer's memory may have become untrue meanwhile.
+    pub async fn ready(&mut self) -> sqlx::Result<()> {
+        let Inner::Deferred(deferred) = &mut self.0 else {
+            return Ok(());
+        };
+        let writer = deferred.writer.clone();
+        let mut turn = deferred
+            .turn
+            .take()
+            .expect("a live WriteTx holds the writer");
+        let before = turn.epoch();
+        let served = turn.memo().served();
+        let mut member = seated(writer, turn).await?;
+        if served && member.epoch() != before {
+            // What it was told from the memory may be untrue.
+            return Err(super::pipe::superseded_error());
+        }
+        self.0 = Inner::Member(member);
+        Ok(())
+    }
+
+    /// Leaves the writes of a transaction begun deferred to the writer's
+    /// task and waits until they are durable (`pipe.rs`).
+    pub(super) async fn leave_script(
+        self,
+        sql: String,
+        args: sqlx::any::AnyArguments<'static>,
+        statements: usize,
+    ) -> sqlx::Result<()> {
+        match self.0 {
+            Inner::Deferred(deferred) => deferred.commit(sql, args, statements).await,
+            _ => unreachable!("only a deferred transaction leaves its script"),
         }
     }
 
@@ -94,7 +155,7 @@ impl WriteTx {
     pub(super) fn release_sql(&self) -> Option<&'static str> {
         match &self.0 {
             Inner::Member(member) if member.followed() => Some(super::writer::RELEASE),
-            Inner::Member(_) | Inner::Postgres(..) => None,
+            Inner::Member(_) | Inner::Deferred(_) | Inner::Postgres(..) => None,
         }
     }
 
@@ -109,6 +170,7 @@ impl WriteTx {
     pub async fn rollback(self) -> sqlx::Result<()> {
         match self.0 {
             Inner::Member(member) => member.rollback().await,
+            Inner::Deferred(_) => Ok(()),
             Inner::Postgres(write, _) => write.tx.rollback().await,
         }
     }
@@ -120,6 +182,7 @@ impl Deref for WriteTx {
     fn deref(&self) -> &AnyConnection {
         match &self.0 {
             Inner::Member(member) => member.conn_ref(),
+            Inner::Deferred(_) => not_ready(),
             Inner::Postgres(write, _) => &write.tx,
         }
     }
@@ -129,9 +192,30 @@ impl DerefMut for WriteTx {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         match &mut self.0 {
             Inner::Member(member) => member.conn(),
+            Inner::Deferred(_) => not_ready(),
             Inner::Postgres(write, _) => &mut write.tx,
         }
     }
+}
+
+fn not_ready() -> ! {
+    panic!("a write transaction begun deferred has no connection: call WriteTx::ready first")
+}
+
+/// Starts a deferred write transaction on SQLite (the writer's turn,
+/// without its connection); on PostgreSQL the same as [`begin`].
+pub(super) async fn begin_deferred(
+    writer: Arc<Writer>,
+    first: super::Lock<'_>,
+) -> sqlx::Result<WriteTx> {
+    if writer.backend == super::Backend::Postgres {
+        return begin(writer, false, Some(first)).await;
+    }
+    let turn = writer.turn().await;
+    Ok(WriteTx(Inner::Deferred(Deferred {
+        writer,
+        turn: Some(turn),
+    })))
 }
 
 /// Starts a write transaction: joins (or opens) the SQLite batch, or begins

@@ -43,10 +43,10 @@ pub async fn record(
 }
 
 /// [`record`] as one of the writes of `script`, sent with the others.
-pub async fn record_into<'q>(
+pub async fn record_into(
     tx: &mut WriteTx,
-    script: &mut Script<'q>,
-    session: &'q SessionId,
+    script: &mut Script,
+    session: &SessionId,
     kind: &'static str,
     payload: &Value,
 ) -> sqlx::Result<()> {
@@ -57,7 +57,7 @@ pub async fn record_into<'q>(
         "event",
         "INSERT INTO events (session_id, kind, payload, created_at) VALUES ($1, $2, $3, $4)",
         |v| {
-            v.add(session)
+            v.add(session.clone())
                 .add(kind)
                 .add(payload.to_string())
                 .add(clock::now_ms());

@@ -37,17 +37,15 @@ pub struct Prompt {
 /// Queues the prompt of `widget` as one of the caller's writes
 /// (`db::Script`). The unique key on the widget makes a second queueing
 /// impossible. Watchers hear of it by the event the caller writes with it.
-pub fn queue_into<'q>(
-    script: &mut Script<'q>,
-    session: &'q SessionId,
-    widget: &'q WidgetId,
-    text: String,
-) {
+pub fn queue_into(script: &mut Script, session: &SessionId, widget: &WidgetId, text: String) {
     script.push(
         "prompt",
         "INSERT INTO prompts (session_id, widget_id, text, created_at) VALUES ($1, $2, $3, $4)",
         |v| {
-            v.add(session).add(widget).add(text).add(clock::now_ms());
+            v.add(session.clone())
+                .add(widget.clone())
+                .add(text)
+                .add(clock::now_ms());
         },
     );
 }

@@ -16,7 +16,7 @@ use super::optimistic::{self, Guard};
 use super::resolution::{after_resolution, refused_once_settled};
 use super::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait, store};
 use crate::audit::{self, Actor, Entry};
-use crate::db::{Dialect, Script, WriteTx};
+use crate::db::{Script, WriteTx};
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
 use crate::{Core, clock, events};
@@ -69,7 +69,7 @@ pub async fn create_living<R: Request>(
     });
     let guessed = guess.is_some();
     match write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, guess).await {
-        Err(err) if guessed && optimistic::refused(&err) => {
+        Err(err) if guessed && (optimistic::refused(&err) || optimistic::superseded(&err)) => {
             write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await
         }
         done => done,
@@ -92,7 +92,12 @@ async fn write<R: Request>(
     // line and event take their places, with no other writer of the session
     // in between (PostgreSQL; SQLite's writer is alone anyway).
     let first = crate::db::Lock::Session(session_id.as_str());
-    let mut tx = state.db.begin_write_locking(first).await?;
+    // A guess reads nothing: its writes are built from the writer's memory
+    // and left to the writer's task (`db::Db::begin_write_deferred`).
+    let mut tx = match guess {
+        Some(_) => state.db.begin_write_deferred(first).await?,
+        None => state.db.begin_write_locking(first).await?,
+    };
     let params = &loaded.0;
     // Pending and counted with the session, or guessed so.
     let (born, pending) = match guess {
@@ -201,14 +206,14 @@ async fn insert_widget(
     cause: &Cause<'_>,
     guess: Option<Guard<'_>>,
 ) -> AppResult<()> {
-    let mut script = Script::new(Dialect::of(&tx));
+    let mut script = Script::new(tx.dialect());
     if let Some(guard) = guess {
         guard.put_into(&mut script, &widget.session_id);
     }
     if let Actor::Agent(session) = cause.actor {
         crate::limits::take_agent_into(&mut tx, &mut script, session).await?;
     }
-    if widget.status == WidgetStatus::Pending {
+    if widget.status == WidgetStatus::Pending && !matches!(pending, Cap::Guarded) {
         check_pending_cap(&mut tx, &widget.session_id, pending).await?;
     }
     let mut created =

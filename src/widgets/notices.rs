@@ -32,7 +32,7 @@ pub(super) async fn notify(
 /// member's savepoint rides on its statement, one hop fewer).
 pub(super) async fn commit_with(
     mut tx: WriteTx,
-    script: Script<'_>,
+    script: Script,
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,

@@ -60,7 +60,7 @@ impl Guard<'_> {
     /// written before it): session `id` is there and not archived, has
     /// fewer than the most pending widgets, and the kind's read does not
     /// make the widget born terminal.
-    pub(super) fn put_into(self, script: &mut Script<'_>, id: &SessionId) {
+    pub(super) fn put_into(self, script: &mut Script, id: &SessionId) {
         GUESSES[0].fetch_add(1, Ordering::Relaxed);
         // `$1` is the session's id, in the pending count's statement too.
         let mut sql = format!(
@@ -91,6 +91,12 @@ impl Guard<'_> {
             }
         });
     }
+}
+
+/// Whether `err` says the guess's writes were superseded (a write built
+/// before them failed, `db::superseded`): the creation is made again.
+pub(super) fn superseded(err: &AppError) -> bool {
+    matches!(err, AppError::Database(e) if crate::db::superseded(e))
 }
 
 /// Whether `err` is the guard refusing the guess; counted, as the creation

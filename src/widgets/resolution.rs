@@ -121,15 +121,15 @@ pub(super) async fn after_resolution(
 }
 
 /// The prompt, event and audit row of a resolution: one statement.
-async fn script<'q>(
+async fn script(
     tx: &mut WriteTx,
     state: &Core,
-    widget: &'q WidgetRow,
+    widget: &WidgetRow,
     loaded: &dyn Loaded,
     to: WidgetStatus,
     result: &Value,
     cause: &Cause<'_>,
-) -> AppResult<Script<'q>> {
+) -> AppResult<Script> {
     let tag = &state.settings.prompt_tag;
     let text = super::life::withdrawal_prompt(tag, to, result)
         .unwrap_or_else(|| loaded.prompt(tag, to, result));

@@ -30,7 +30,7 @@ const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at,
 /// reads the widget's id from the widget's `RETURNING`, so its foreign key
 /// sees the widget. The caller holds the session's lock (`create_living`),
 /// so the line takes its place in the session's order.
-pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
+pub(super) fn insert_into(script: &mut Script, w: &WidgetRow) {
     let widget =
         format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
     let postgres = script.dialect() == Dialect::Postgres;
@@ -48,21 +48,21 @@ pub(super) fn insert_into<'q>(script: &mut Script<'q>, w: &'q WidgetRow) {
         )
     };
     script.push("w", &widget, |v| {
-        v.add(&w.id)
-            .add(&w.session_id)
-            .add(&w.kind)
-            .add(&w.params)
+        v.add(w.id.clone())
+            .add(w.session_id.clone())
+            .add(w.kind.clone())
+            .add(w.params.clone())
             .add(w.status)
-            .add(&w.result)
+            .add(w.result.clone())
             .add(w.created_at)
             .add(w.expires_at)
             .add(w.resolved_at)
-            .add(&w.resolved_by);
+            .add(w.resolved_by.clone());
     });
     script.push("m", message, |v| {
-        v.add(&w.session_id).add(w.created_at);
+        v.add(w.session_id.clone()).add(w.created_at);
         if !postgres {
-            v.add(&w.id);
+            v.add(w.id.clone());
         }
     });
 }

@@ -236,7 +236,7 @@ async fn the_remembered_audit_head_follows_undone_members_and_other_writers() {
 }
 
 /// A script of inserts into `item`, one per key.
-fn inserts(keys: &[&str]) -> Script<'static> {
+fn inserts(keys: &[&str]) -> Script {
     let mut script = Script::new(Dialect::Sqlite);
     for key in keys {
         let key = (*key).to_owned();
@@ -289,13 +289,13 @@ async fn the_remembered_audit_head_survives_last_writes_that_fail_or_are_abandon
     let dir = tempfile::tempdir().unwrap();
     let daemon = Db::open(&dir.path().join("memo.db")).await.unwrap();
     daemon.migrate().await.unwrap();
-    async fn appending<'q>(db: &Db, action: &'static str) -> (widgetd::db::WriteTx, Script<'q>) {
+    async fn appending(db: &Db, action: &'static str) -> (widgetd::db::WriteTx, Script) {
         appending_in(db.begin_write().await.unwrap(), action).await
     }
-    async fn appending_in<'q>(
+    async fn appending_in(
         mut tx: widgetd::db::WriteTx,
         action: &'static str,
-    ) -> (widgetd::db::WriteTx, Script<'q>) {
+    ) -> (widgetd::db::WriteTx, Script) {
         let mut script = Script::new(Dialect::Sqlite);
         let entry = Entry {
             action,

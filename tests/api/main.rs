@@ -39,6 +39,7 @@ mod pages;
 mod payloads;
 mod pg_concurrency;
 mod pg_server;
+mod pipe;
 mod proxy;
 mod questions;
 mod replies;
