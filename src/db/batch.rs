@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Executor, Row};
@@ -37,7 +38,16 @@ pub(super) struct Core {
     /// (connections opened, `data_version`) as the last batch began: when
     /// either moved, someone else may have changed what the memo holds.
     seen: Option<(u64, i64)>,
+    /// When the connection kept from batch to batch was taken from the
+    /// pool ([`KEEP`]).
+    taken_at: Option<Instant>,
 }
+
+/// How long the writer keeps the pool's one connection from batch to batch
+/// while it stays busy: handing it back and taking it again costs a batch
+/// a spawned task and a ping on sqlx's thread; after this long it is handed
+/// back anyway, so that whoever waits for it (a backup) gets it.
+const KEEP: Duration = Duration::from_millis(20);
 
 pub(super) struct Batch {
     pub members: usize,
@@ -59,7 +69,17 @@ impl Core {
     /// `savepoint`) in one hop; the memo is stale if another connection
     /// wrote since the last batch.
     pub async fn open(&mut self, pool: &AnyPool, savepoint: bool, pipe: &Pipe) -> sqlx::Result<()> {
-        let mut conn = pool.acquire().await?;
+        let kept = self.conn.take();
+        let mut conn = match kept {
+            Some(conn) if self.taken_at.is_some_and(|at| at.elapsed() < KEEP) => conn,
+            kept => {
+                drop(kept);
+                self.taken_at = None;
+                let conn = pool.acquire().await?;
+                self.taken_at = Some(Instant::now());
+                conn
+            }
+        };
         let opened = super::sqlite::connections_opened();
         let sql = match savepoint {
             true => "BEGIN IMMEDIATE; SAVEPOINT member; PRAGMA data_version",
@@ -81,6 +101,7 @@ impl Core {
                 if super::storage_unavailable(&e) {
                     conn.close_on_drop();
                 }
+                self.taken_at = None;
                 return Err(e);
             }
         };
@@ -96,6 +117,21 @@ impl Core {
             waiting: Vec::new(),
         });
         Ok(())
+    }
+
+    /// The connection kept between batches, to hand back to the pool now
+    /// that nobody is about to use it; `None` while a batch is open.
+    pub fn release(&mut self) -> Option<PoolConnection<Any>> {
+        if self.batch.is_some() {
+            return None;
+        }
+        self.taken_at = None;
+        self.conn.take()
+    }
+
+    /// Whether it holds the connection without an open batch.
+    pub fn holds_idle(&self) -> bool {
+        self.batch.is_none() && self.conn.is_some()
     }
 
     /// Undoes the open member's savepoint, in one hop; with `spare`, opens
@@ -140,6 +176,8 @@ impl Core {
         let outcome = match sqlx::query("COMMIT").execute(&mut *conn).await {
             Ok(_) => {
                 super::stats::WRITES.committed(batch.members, started.elapsed());
+                // Kept for the next batch; handed back once idle (`release`).
+                self.conn = Some(conn);
                 Ok(())
             }
             Err(e) => {
@@ -153,6 +191,7 @@ impl Core {
                 if !rolled_back || super::storage_unavailable(&e) {
                     conn.close_on_drop();
                 }
+                self.taken_at = None;
                 Err(failure(&e))
             }
         };
@@ -169,6 +208,7 @@ impl Core {
         self.in_savepoint = false;
         self.spare = false;
         pipe.stale();
+        self.taken_at = None;
         if let Some(mut conn) = self.conn.take()
             && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
         {

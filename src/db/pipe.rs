@@ -149,7 +149,7 @@ impl Pipe {
     pub fn has_work(&self) -> bool {
         let inner = self.inner();
         !inner.pending.is_empty()
-            || !matches!(&inner.slot, Slot::Here(core) if core.batch.is_none())
+            || !matches!(&inner.slot, Slot::Here(core) if core.batch.is_none() && !core.holds_idle())
     }
 
     /// The connection, for the member holding the writer: at once, or once
@@ -178,9 +178,13 @@ impl Pipe {
         Ok((core, false))
     }
 
-    /// The member holding the writer is done with the connection.
-    pub fn put_back(&self, core: Box<Core>) {
+    /// The member holding the writer is done with the connection; with
+    /// nobody about to use it (`!busy`) and no batch open, the pool gets
+    /// its connection back.
+    pub fn put_back(&self, mut core: Box<Core>, busy: bool) {
+        let idle = (!busy).then(|| core.release()).flatten();
         self.inner().slot = Slot::Here(core);
+        drop(idle);
     }
 
     /// Leaves `job` to be run; whether the task must be woken for it.
@@ -209,20 +213,28 @@ impl Pipe {
 
     /// Hands the connection to the member waiting for it, or leaves it
     /// here; back to the task when scripts were left meanwhile.
-    fn give_back(&self, core: Box<Core>) -> Result<(), Box<Core>> {
+    fn give_back(&self, mut core: Box<Core>) -> Result<(), Box<Core>> {
         let mut inner = self.inner();
         if !inner.pending.is_empty() {
             return Err(core);
         }
+        let mut idle = None;
         match std::mem::replace(&mut inner.slot, Slot::Taken) {
             Slot::Wanted(member) => {
-                if let Err(core) = member.send(core) {
+                if let Err(mut core) = member.send(core) {
                     // It gave up waiting.
+                    idle = core.release();
                     inner.slot = Slot::Here(core);
                 }
             }
-            _ => inner.slot = Slot::Here(core),
+            _ => {
+                // Nobody is about to write: the pool gets its connection back.
+                idle = core.release();
+                inner.slot = Slot::Here(core);
+            }
         }
+        drop(inner);
+        drop(idle);
         Ok(())
     }
 }
@@ -454,9 +466,11 @@ impl Deferred {
         };
         let pipe = self.writer.pipe.clone();
         let wake = pipe.push(job);
-        // The next member may build while this script waits to run.
+        // The next member may build while this script waits to run. The
+        // turn's end wakes the task when nobody is left; with others
+        // waiting, the task is woken here if it is idle.
         drop(turn);
-        if wake {
+        if wake && self.writer.queued() > 0 {
             self.writer.start();
             pipe.kick();
         }

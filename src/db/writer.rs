@@ -237,7 +237,8 @@ impl Seat {
 impl Drop for Seat {
     fn drop(&mut self) {
         if let (Some(core), Some(turn)) = (self.core.take(), self.turn.as_ref()) {
-            turn.writer.pipe.put_back(core);
+            let busy = turn.writer.queued() > 0;
+            turn.writer.pipe.put_back(core, busy);
         }
         drop(self.turn.take());
     }
