@@ -2,14 +2,17 @@
 //! write does not read back what the writer itself wrote: the audit chain's
 //! head and rate-limit buckets.
 //!
-//! Every entry is a copy of a row as the writer's open transaction sees it,
-//! so it is only ever used by the member holding the writer. It stays true
+//! Every entry is a copy of a row as the writer's transaction will see it
+//! once the scripts left before are run (`pipe.rs`), so it is only ever
+//! used by the member holding the writer. It stays true
 //! because every change to those rows goes through the writer and updates
 //! it, and because it is forgotten whenever the rows may have changed
 //! without it:
 //! - a member's savepoint is undone: what that member changed is forgotten
 //!   (read again on next use);
-//! - a batch is rolled back or its `COMMIT` fails: everything is forgotten;
+//! - a batch is rolled back, its `COMMIT` fails, or a script left to the
+//!   writer's task fails: everything is forgotten (the next member finds
+//!   the mark moved, `Pipe::epoch`);
 //! - another connection (the CLI, another process) committed to the file,
 //!   as `PRAGMA data_version` tells at the start of each batch, or the
 //!   writer's connection was replaced: everything is forgotten.

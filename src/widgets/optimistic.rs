@@ -3,9 +3,11 @@
 //! archived, it has room under the pending cap, and the kind finds nothing
 //! that would make the widget born terminal) and sends its writes with a
 //! guard in front that checks exactly that, against the batch it joins.
-//! The writer is then held for one hop to sqlx's worker thread per
-//! creation instead of two, and every member of a batch waits for the
-//! hops of those before it (`docs/performance.md`).
+//! Reading nothing, it takes the writer without its connection and leaves
+//! its writes to the writer's task, which sends several creations' in one
+//! hop to sqlx's worker thread (`db::Db::begin_write_deferred`,
+//! `docs/performance.md`); a creation whose guess was read on an untrue
+//! memory is superseded and made again like a refused one.
 //!
 //! When the guess is wrong, the guard's write breaks `write_guard`'s
 //! `CHECK` (`guess_holds`), which stops the statement list at its

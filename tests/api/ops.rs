@@ -191,6 +191,10 @@ async fn metrics_parse_and_cover_what_operators_watch() {
     let admin = app.user("root", Role::Admin).await;
     let admin_token = app.token(&admin, "sessions").await;
     app.pending_widget(&s.agent, &s.session, &["A_KEY"]).await;
+    // On SQLite the writer now remembers the agent's bucket and the audit
+    // chain's head: the second creation's writes are a script left to the
+    // writer's task.
+    app.pending_widget(&s.agent, &s.session, &["B_KEY"]).await;
     // A long-poll that waits (2 s), a refusal with a code, failed logins
     // up to the name's rate limit.
     assert!(app.prompts(&s.host, &s.session, 2).await.is_empty());
@@ -229,7 +233,15 @@ async fn metrics_parse_and_cover_what_operators_watch() {
     // The requests above used tokens: the auth cache read the epoch.
     assert!(get("widgetd_auth_epoch_reads_total") >= 1.0);
     assert!(get("widgetd_db_committed_transactions_total") >= get("widgetd_db_commits_total"));
-    assert_eq!(get("widgetd_widgets_pending"), 1.0);
+    assert_eq!(get("widgetd_widgets_pending"), 2.0);
+    let (scripts, hops) = (
+        get("widgetd_db_scripts_total"),
+        get("widgetd_db_script_hops_total"),
+    );
+    assert!(get("widgetd_db_scripts_superseded_total") >= 0.0);
+    if app.state.db.backend() == widgetd::db::Backend::Sqlite {
+        assert!(scripts >= 1.0 && hops >= 1.0, "{scripts} {hops}");
+    }
     assert_eq!(get("widgetd_webhooks_failed"), 0.0);
     // Five attempts per name at once, then one per 12 s: the sixth is
     // refused unless a slow machine took 12 s over the first five.
@@ -268,7 +280,7 @@ async fn metrics_parse_and_cover_what_operators_watch() {
         get(&format!(
             "widgetd_http_request_duration_seconds_bucket{{{widgets},le=\"30\"}}"
         )),
-        1.0
+        2.0
     );
     assert!(!text.contains(&s.session), "a session id in a label");
 }
