@@ -25,10 +25,11 @@
 //! script is left, so the member sees every write built before its own.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use futures_util::TryStreamExt;
+use futures_util::{FutureExt, TryStreamExt};
 use sqlx::any::AnyArguments;
 use sqlx::{Arguments, Either, Executor};
 use tokio::sync::{Notify, oneshot};
@@ -187,6 +188,20 @@ impl Pipe {
         drop(idle);
     }
 
+    /// Puts `core` where the connection is expected, after the task lost
+    /// the one it had.
+    fn restore(&self, core: Box<Core>) {
+        let mut inner = self.inner();
+        match std::mem::replace(&mut inner.slot, Slot::Taken) {
+            Slot::Wanted(member) => {
+                if let Err(core) = member.send(core) {
+                    inner.slot = Slot::Here(core);
+                }
+            }
+            _ => inner.slot = Slot::Here(core),
+        }
+    }
+
     /// Leaves `job` to be run; whether the task must be woken for it.
     fn push(&self, job: Job) -> bool {
         let mut inner = self.inner();
@@ -247,18 +262,34 @@ pub(super) async fn run(pipe: Arc<Pipe>, weak: Weak<Writer>) {
         let Some(writer) = weak.upgrade() else {
             return;
         };
-        let Some(mut core) = pipe.take_idle() else {
+        let Some(core) = pipe.take_idle() else {
             continue;
         };
-        loop {
-            drain(&writer, &mut core).await;
-            if core.batch.is_some() && writer.idle() {
-                core.commit(&pipe).await;
-            }
-            match pipe.give_back(core) {
-                Ok(()) => break,
-                Err(back) => core = back,
-            }
+        let served = AssertUnwindSafe(serve(&writer, core)).catch_unwind().await;
+        if served.is_err() {
+            // A bug: the batch under way is lost (its members hear that it
+            // ended unfinished; its connection's transaction is rolled back
+            // as the next batch begins), and writing goes on.
+            tracing::error!("the SQLite writer's task panicked; its batch is lost");
+            pipe.stale();
+            pipe.restore(Box::default());
+            pipe.kick();
+        }
+    }
+}
+
+/// Runs what was left, commits when nobody is left, and hands the
+/// connection on once no script waits.
+async fn serve(writer: &Writer, mut core: Box<Core>) {
+    let pipe = &writer.pipe;
+    loop {
+        drain(writer, &mut core).await;
+        if core.batch.is_some() && writer.idle() {
+            core.commit(pipe).await;
+        }
+        match pipe.give_back(core) {
+            Ok(()) => return,
+            Err(back) => core = back,
         }
     }
 }
