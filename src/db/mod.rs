@@ -13,6 +13,7 @@
 mod batch;
 mod changes;
 pub mod copy;
+mod deferred;
 pub mod integrity;
 mod memo;
 mod pg_write;
@@ -35,8 +36,8 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
+pub use self::deferred::{Superseded, superseded};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
-pub use self::pipe::{Superseded, superseded};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;

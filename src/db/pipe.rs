@@ -15,7 +15,7 @@
 //! the database, so when one fails (its guard refuses the guess, a
 //! constraint breaks) those after it were built on something untrue: they
 //! are not run, and their members are told they were superseded, which
-//! makes their creation again with its reads ([`superseded`]). The task
+//! makes their creation again with its reads (`db::superseded`). The task
 //! marks the memory [`Pipe::stale`], and the next member to hold the
 //! writer forgets it; so does a script built under an older mark.
 //!
@@ -34,9 +34,9 @@ use sqlx::any::AnyArguments;
 use sqlx::{Arguments, Either, Executor};
 use tokio::sync::{Notify, oneshot};
 
-use super::batch::{Core, Failure, failed, failure};
+use super::batch::{Core, Failure, failure};
 use super::stats::WRITES;
-use super::writer::{MAX_MEMBERS, Turn, Writer};
+use super::writer::{MAX_MEMBERS, Writer};
 
 /// Most scripts sent in one hop.
 const MAX_RUN: usize = 8;
@@ -94,21 +94,6 @@ impl Job {
         }
         let _ = self.reply.send(reply);
     }
-}
-
-/// Why a script did not run: one before it failed. Its caller makes its
-/// work again with reads of its own.
-#[derive(Debug, thiserror::Error)]
-#[error("a write built before this one failed; make it again")]
-pub struct Superseded;
-
-/// Whether `err` says the write was superseded ([`Superseded`]).
-pub fn superseded(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Io(io) if io.get_ref().is_some_and(|e| e.is::<Superseded>()))
-}
-
-pub(super) fn superseded_error() -> sqlx::Error {
-    sqlx::Error::Io(std::io::Error::other(Superseded))
 }
 
 impl Pipe {
@@ -203,7 +188,7 @@ impl Pipe {
     }
 
     /// Leaves `job` to be run; whether the task must be woken for it.
-    fn push(&self, job: Job) -> bool {
+    pub(super) fn push(&self, job: Job) -> bool {
         let mut inner = self.inner();
         inner.pending.push_back(job);
         matches!(inner.slot, Slot::Here(_))
@@ -462,59 +447,6 @@ fn prev_power_of_two(n: usize) -> usize {
 /// values only through this (hidden) field; the version is pinned.
 fn append(into: &mut AnyArguments<'static>, from: AnyArguments<'static>) {
     into.values.0.extend(from.values.0);
-}
-
-/// A member of a SQLite batch that leaves its writes to the writer's task
-/// ([`Pipe`]): it holds the writer while it builds them, from the
-/// writer's memory alone.
-pub(super) struct Deferred {
-    pub writer: Arc<Writer>,
-    pub turn: Option<Turn>,
-}
-
-impl Deferred {
-    pub fn turn(&mut self) -> &mut Turn {
-        self.turn.as_mut().expect("a live WriteTx holds the writer")
-    }
-
-    /// Leaves the script (`sql` with `args`, `statements` statements) to
-    /// the writer's task and waits until its batch ended.
-    pub async fn commit(
-        mut self,
-        sql: String,
-        args: AnyArguments<'static>,
-        statements: usize,
-    ) -> sqlx::Result<()> {
-        let mut turn = self.turn.take().expect("a live WriteTx holds the writer");
-        turn.memo().keep_member();
-        let (reply, answer) = oneshot::channel();
-        let job = Job {
-            sql,
-            args,
-            statements,
-            epoch: turn.epoch(),
-            reply,
-        };
-        let pipe = self.writer.pipe.clone();
-        let wake = pipe.push(job);
-        // The next member may build while this script waits to run. The
-        // turn's end wakes the task when nobody is left; with others
-        // waiting, the task is woken here if it is idle.
-        drop(turn);
-        if wake && self.writer.queued() > 0 {
-            self.writer.start();
-            pipe.kick();
-        }
-        match answer.await {
-            Ok(Reply::Done(Ok(()))) => Ok(()),
-            Ok(Reply::Done(Err(why))) => Err(failed(&why)),
-            Ok(Reply::Failed(e)) => Err(e),
-            Ok(Reply::Superseded) => Err(superseded_error()),
-            Err(_) => Err(sqlx::Error::Io(std::io::Error::other(
-                "the write batch ended unfinished",
-            ))),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use sqlx::AnyConnection;
 
 use super::Memo;
+use super::deferred::Deferred;
 use super::pg_write::{AfterCommit, PgWrite};
-use super::pipe::Deferred;
 use super::writer::{Member, Writer, join, seated};
 
 /// One request's write transaction. On SQLite a savepoint in the writer's
@@ -128,7 +128,7 @@ impl WriteTx {
         let mut member = seated(writer, turn).await?;
         if served && member.epoch() != before {
             // What it was told from the memory may be untrue.
-            return Err(super::pipe::superseded_error());
+            return Err(super::deferred::superseded_error());
         }
         self.0 = Inner::Member(member);
         Ok(())
