@@ -24,6 +24,7 @@ pub mod hooks;
 pub mod host;
 pub mod icons;
 pub mod ids;
+pub mod input;
 pub mod limits;
 mod listen;
 pub mod logging;

@@ -13,9 +13,9 @@ use tokio::time::Instant;
 
 use super::{ack, undelivered};
 use crate::access::{self, Need};
-use crate::api::parse_query;
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_query;
 use crate::{AppState, clock};
 
 /// Longest long-poll; clients simply ask again.

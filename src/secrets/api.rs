@@ -16,12 +16,13 @@ use super::{
 };
 use crate::AppState;
 use crate::access::{self, Need};
-use crate::api::{ApiJson, parse_query};
+use crate::api::ApiJson;
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::auth::Principal;
 use crate::auth::tokens::TokenScope;
 use crate::error::{AppError, AppResult};
 use crate::ids::UserId;
+use crate::input::parse_query;
 
 pub fn router() -> Router<AppState> {
     Router::new()

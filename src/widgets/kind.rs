@@ -24,11 +24,11 @@ use sqlx::AnyConnection;
 use super::card::{Badge, Card};
 use super::{WidgetRow, WidgetStatus, WidgetView};
 use crate::Core;
-use crate::api::parse_json;
 use crate::audit::ClientAddr;
 use crate::db::Dialect;
 use crate::error::{AppError, AppResult};
 use crate::ids::{SessionId, UserId};
+use crate::input::parse_json;
 use crate::sessions::Session;
 
 /// The validated parameters of a kind.

@@ -16,10 +16,10 @@ use super::kind;
 use super::resolution::{self, Change};
 use super::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, get_widget, store, typed};
 use crate::Core;
-use crate::api::parse_value;
 use crate::db::WriteTx;
 use crate::error::{AppError, AppResult};
 use crate::ids::SessionId;
+use crate::input::parse_value;
 use crate::prompts;
 
 /// Most widgets one listing returns (a session has at most 50 pending).

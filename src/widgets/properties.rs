@@ -18,8 +18,8 @@ use super::clarification::Clarification;
 use super::env_vars::EnvVars;
 use super::fields::{Fields, check};
 use super::kind::{AnswerBody, Kind, Request};
-use crate::api::parse_value;
 use crate::error::AppError;
+use crate::input::parse_value;
 
 /// In every generated string; in no error message.
 pub(crate) const CANARY: &str = "CANARY-5e7a";

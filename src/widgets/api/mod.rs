@@ -19,10 +19,11 @@ use super::{
 };
 use crate::AppState;
 use crate::access::{self, Caller, Need};
-use crate::api::{ApiJson, parse_json, parse_value};
+use crate::api::ApiJson;
 use crate::audit::{Actor, ClientAddr};
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
+use crate::input::{parse_json, parse_value};
 use crate::web::{CurrentUser, check_csrf, pages};
 
 pub fn router() -> Router<AppState> {

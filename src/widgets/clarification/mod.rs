@@ -25,8 +25,8 @@ use super::WidgetStatus;
 use super::card::{Badge, Card, answered_by};
 use super::kind::{AnswerBody, Answering, Kind, Request};
 use super::typed::{self, TextRules};
-use crate::api::parse_json;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_json;
 use types::{AnyType, Source};
 
 pub use choice::{Choice, ChoiceAnswer, ChoiceOption, ChoiceWidget};

@@ -20,8 +20,8 @@ use super::mapping::Mapping;
 use super::ranking::Ranking;
 use super::table::Table;
 use super::tree::Tree;
-use crate::api::parse_value_at;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_value_at;
 
 /// One `widget.type`: what the agent gives, what the person does with it,
 /// and what comes back as `structured`.

@@ -18,9 +18,9 @@ use sqlx::AnyConnection;
 use super::WidgetStatus;
 use super::card::{Badge, Card, who};
 use super::kind::{AnswerBody, Answering, Kind, Request};
-use crate::api::parse_json;
 use crate::db::Dialect;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_json;
 use crate::secrets::{self, EnvVarName};
 use crate::sessions::Session;
 

@@ -19,8 +19,8 @@ use serde_json::{Map, Value};
 use super::WidgetStatus;
 use super::card::{Badge, Card, answered_by};
 use super::kind::{AnswerBody, Answering, Kind, Request};
-use crate::api::parse_json;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_json;
 pub use spec::{Field, FieldInput, FieldType};
 
 const MAX_QUESTION_CHARS: usize = 500;
