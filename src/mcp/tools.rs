@@ -16,8 +16,8 @@ use serde_json::Value;
 use super::AgentSession;
 use super::offers::Offers;
 use crate::AppState;
-use crate::api::parse_value;
 use crate::error::{AppError, AppResult};
+use crate::input::parse_value;
 
 /// The MCP server: one per request (stateless), sharing the app state and
 /// the tool router (built once, see [`router`]).
@@ -43,6 +43,10 @@ impl AgentTools {
 static ROUTER: std::sync::LazyLock<ToolRouter<AgentTools>> = std::sync::LazyLock::new(|| {
     AgentTools::question_tools() + AgentTools::request_tools() + AgentTools::life_tools()
 });
+
+/// What `initialize` says of the server (see [`super::apps::server_info`]).
+static INFO: std::sync::LazyLock<rmcp::model::ServerConfig> =
+    std::sync::LazyLock::new(|| super::apps::server_info(super::INSTRUCTIONS));
 
 fn router() -> &'static ToolRouter<AgentTools> {
     &ROUTER
@@ -95,8 +99,10 @@ impl ServerHandler for AgentTools {
         }
     }
 
+    /// rmcp asks for this on every stateless request, not only at
+    /// `initialize`: made once, handed out as copies.
     fn get_info(&self) -> rmcp::model::ServerConfig {
-        super::apps::server_info(super::INSTRUCTIONS)
+        INFO.clone()
     }
 
     /// The tools, with MCP Apps' `_meta.ui` for a host that declared the
