@@ -453,6 +453,36 @@ fn append(into: &mut AnyArguments<'static>, from: AnyArguments<'static>) {
 mod tests {
     use super::*;
 
+    /// What the task does after a panic lost the connection's slot: a
+    /// fresh one goes to the member waiting for it, else stays for the
+    /// next batch, so writing goes on.
+    #[tokio::test]
+    async fn a_slot_lost_with_the_task_is_put_back() {
+        let pipe = Pipe::new(Arc::default());
+        drop(pipe.take_idle().expect("a new pipe holds its slot"));
+        assert!(pipe.take_idle().is_none(), "the slot is with the task");
+        pipe.restore(Box::default());
+        drop(pipe.take_idle().expect("restored for the next batch"));
+
+        let wanted = pipe.core();
+        tokio::pin!(wanted);
+        assert!(futures_util::poll!(&mut wanted).is_pending());
+        pipe.restore(Box::default());
+        let (core, left) = wanted.await.expect("the waiting member gets the slot");
+        assert!(core.batch.is_none() && !left);
+        pipe.put_back(core, false);
+
+        // A member that gave up waiting: the slot stays for the next one.
+        drop(pipe.take_idle().expect("put back"));
+        {
+            let gave_up = pipe.core();
+            tokio::pin!(gave_up);
+            assert!(futures_util::poll!(&mut gave_up).is_pending());
+        }
+        pipe.restore(Box::default());
+        assert!(pipe.take_idle().is_some(), "kept for the next batch");
+    }
+
     #[test]
     fn runs_are_powers_of_two() {
         let sizes: Vec<usize> = (0..=9).map(prev_power_of_two).collect();
