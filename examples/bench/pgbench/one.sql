@@ -1,0 +1,11 @@
+-- A widgetd creation on PostgreSQL as it runs today, statement for statement:
+-- BEGIN, the write and session locks, the session with its pending count and
+-- the names already stored, the rate bucket, the one statement of writes, COMMIT.
+\set s random(1, 16000)
+\set w random(1, 9000000000000000000)
+BEGIN;
+SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared(8604518958314578945), pg_advisory_xact_lock(1, :s::int)) AS locked;
+SELECT id, creator_id, title, created_at, archived_at, others_can, (SELECT count(*) FROM widgets WHERE session_id = s.id AND status = 'pending') AS pending, (SELECT string_agg(name, ',') FROM (SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'global' UNION SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'session' AND session_id = s.id) AS names) AS ahead FROM sessions AS s WHERE s.id = 's' || :s::text;
+INSERT INTO rate_limits (key, tokens, updated_at) VALUES (E'agent\x3as' || :s::text, 30 - 1, 1796218337378) ON CONFLICT (key) DO UPDATE SET tokens = LEAST(30, rate_limits.tokens + GREATEST(1796218337378 - rate_limits.updated_at, 0) * 0.0005) - 1, updated_at = 1796218337378 WHERE LEAST(30, rate_limits.tokens + GREATEST(1796218337378 - rate_limits.updated_at, 0) * 0.0005) >= -1000000 RETURNING tokens;
+WITH w AS (INSERT INTO widgets (id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by) VALUES ('01a236f4-' || :w::text, 's' || :s::text, 'env_vars', '{"names":["BENCH_NEW_13"],"reason":"to run the benchmark","default_scope":"session"}', 'pending', NULL, 1796218337373, 1796823137373, NULL, NULL) RETURNING id), m AS (INSERT INTO messages (session_id, kind, role, widget_id, created_at) SELECT 's' || :s::text, 'widget', 'agent', w.id, 1796218337373 FROM w), event AS (INSERT INTO events (session_id, kind, payload, created_at) VALUES ('s' || :s::text, E'widget\x3acreated', '{"kind":"env_vars","names":["BENCH_NEW_13"],"status":"pending","widget_id":"01a236f4-b85d-7162-917b-a72444734b19"}', 1796218337373)) INSERT INTO audit_pending (at, actor, action, session_id, widget_id, names, scope, client_addr, detail) VALUES (1796218337373, E'agent\x3as' || :s::text, 'widget.create', 's' || :s::text, '01a236f4-' || :w::text, 'BENCH_NEW_13', NULL, '127.0.0.1', 'kind=env_vars');
+COMMIT;
