@@ -48,8 +48,8 @@ const SKIPPED: &[&str] = &[
     // PostgreSQL's audit rows not sealed yet: sealed into `audit_log`
     // before the copy reads it.
     "audit_pending",
-    // SQLite's one-row guard of creations made on a guess; each database
-    // has its own.
+    // The guard of creations made on a guess (SQLite's one row, none on
+    // PostgreSQL); each database has its own.
     "write_guard",
 ];
 

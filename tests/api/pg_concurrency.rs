@@ -151,6 +151,56 @@ async fn an_agents_rate_limit_loses_no_take_when_two_daemons_race() {
     assert_eq!((created, limited), (30, 15), "{statuses:?}");
 }
 
+/// A creation takes the common case for granted and checks it in the guard
+/// of its one statement of writes (`src/widgets/optimistic.rs`), with no
+/// read before: creations racing for a session's last places under the
+/// pending cap, over two daemons, must still find exactly those places.
+#[tokio::test]
+async fn the_pending_cap_holds_when_creations_race_over_two_daemons() {
+    let a = spawn_postgres_app().await;
+    let b = a.spawn_peer().await;
+    let scene = scene(&a, "alice").await;
+    // The host is not rate-limited: 45 first, then 20 at once for the
+    // last 5 places.
+    let (statuses, _) = create_at_once(&a, &b, &scene.host, &scene.session, 45).await;
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::CREATED),
+        "{statuses:?}"
+    );
+    let requests = (0..20).map(|i| {
+        let app = if i % 2 == 0 { &a } else { &b };
+        let (host, session) = (&scene.host, &scene.session);
+        async move {
+            let body = json!({ "names": [format!("LAST_PLACE_{i}")], "reason": "race" });
+            let r = app.request_env_vars(host, session, &body).await;
+            let status = r.status();
+            let code = r
+                .json::<Value>()
+                .await
+                .ok()
+                .and_then(|body| body["error"]["code"].as_str().map(str::to_owned));
+            (status, code)
+        }
+    });
+    let answers = futures_util::future::join_all(requests).await;
+    let created = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    let capped = answers
+        .iter()
+        .filter(|(s, code)| {
+            *s == StatusCode::CONFLICT && code.as_deref() == Some("too_many_pending")
+        })
+        .count();
+    assert_eq!((created, capped), (5, 15), "{answers:?}");
+    assert_eq!(
+        a.count("SELECT count(*) FROM widgets WHERE status = 'pending'")
+            .await,
+        50
+    );
+}
+
 #[tokio::test]
 async fn audit_rows_of_concurrent_commits_are_all_sealed_into_one_chain_before_each_reply() {
     let a = spawn_postgres_app().await;
