@@ -59,29 +59,40 @@ replay() {
     # Three shared epoch reads to every eight creations, in each shape.
     local weight=$((8 / per))
     before=$(server_ticks)
-    pgbench -n -M prepared -c 1 -R 250 -T "$secs" -f "$here/seal.sql" "$db" >"$scratch/seal.out" 2>&1 &
-    /usr/bin/time -f "%U %S" -o "$scratch/time" \
-        pgbench -n -M prepared -c 64 -j 2 -T "$secs" \
-        -f "$here/$script@$weight" -f "$here/epoch.sql@3" "$db" >"$scratch/main.out" 2>&1
-    wait
+    # The sealer ends a second after the creations, so that the time of
+    # the creations' pgbench counts none of its CPU and the server's CPU is
+    # read while it still runs.
+    pgbench -n -M prepared -c 1 -R 250 -T "$((secs + 1))" -f "$here/seal.sql" "$db" \
+        >"$scratch/seal.out" 2>&1 &
+    local TIMEFORMAT='%U %S'
+    { time pgbench -n -M prepared -c 64 -j 2 -T "$secs" \
+        -f "$here/$script@$weight" -f "$here/epoch.sql@3" "$db" >"$scratch/main.out" 2>&1; } \
+        2>"$scratch/time"
+    # Read before the sealer ends: the postmaster has reaped the creations'
+    # backends by then, and the sealer's counts up to here.
     sleep 0.3
     after=$(server_ticks)
+    wait
     if grep -qE 'aborted|ERROR' "$scratch/main.out" "$scratch/seal.out"; then
         grep -hE 'aborted|ERROR' "$scratch/main.out" "$scratch/seal.out" | head -3 >&2
         exit 1
     fi
     # The first script's transactions (the creations').
-    main=$(grep -E '^ - [0-9]+ transactions' "$scratch/main.out" | head -1 | awk '{print $2}')
-    seals=$(grep 'actually processed' "$scratch/seal.out" | awk '{print $NF}')
-    python3 - "$label" "$per" "$main" "$secs" "$before" "$after" "$hz" "$seals" $(cat "$scratch/time") <<'EOF'
-import sys
-label, per, txns, secs, before, after, hz, seals, user, system = sys.argv[1:11]
-n = int(txns) * int(per)
-server_ms = (int(after) - int(before)) / int(hz) * 1000 / n
-pgbench_ms = (float(user) + float(system)) * 1000 / n
-print(f"{label:<14} creations/s {n / float(secs):7.0f}   server ms/creation {server_ms:.3f}"
-      f"   pgbench ms/creation {pgbench_ms:.3f}   creations per seal {n / max(int(seals), 1):.0f}")
-EOF
+    main=$(grep -E '^ - [0-9]+ transactions' "$scratch/main.out" | head -1 | awk '{print $2}' || true)
+    seals=$(grep 'actually processed' "$scratch/seal.out" | awk '{print $NF}' || true)
+    if [ -z "$main" ] || [ "$main" = 0 ]; then
+        echo "$label: no transaction finished in ${secs}s; give it more seconds" >&2
+        return
+    fi
+    awk -v label="$label" -v per="$per" -v txns="$main" -v secs="$secs" \
+        -v before="$before" -v after="$after" -v hz="$hz" -v seals="$seals" \
+        -v user="$(cut -d' ' -f1 "$scratch/time")" -v sys="$(cut -d' ' -f2 "$scratch/time")" \
+        'BEGIN {
+            n = txns * per
+            if (seals < 1) seals = 1
+            printf "%-14s creations/s %7.0f   server ms/creation %.3f   pgbench ms/creation %.3f   creations per seal %.0f\n",
+                label, n / secs, (after - before) / hz * 1000 / n, (user + sys) * 1000 / n, n / seals
+        }'
 }
 
 for round in $(seq "$rounds"); do
