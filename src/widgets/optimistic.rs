@@ -11,8 +11,7 @@
 //! like a refused one. On PostgreSQL the guard is the first part of the
 //! creation's one statement of writes, after the statement that took the
 //! session's lock, so it reads what every earlier writer of the session
-//! committed: the creation's own read before its writes is a round trip
-//! fewer.
+//! committed, and the creation saves the round trip of its read.
 //!
 //! When the guess is wrong, the guard's write breaks `write_guard`'s
 //! `CHECK` (`guess_holds`): on SQLite it stops the statement list at its

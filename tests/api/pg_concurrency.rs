@@ -22,6 +22,29 @@ fn event_ids(text: &str) -> Vec<i64> {
         .collect()
 }
 
+/// Asks for `count` env_vars widgets in `session` at once (the names
+/// `{prefix}_0`, `{prefix}_1`, …), alternately on `a` and `b`; returns each
+/// answer's status and body.
+async fn request_at_once(
+    a: &TestApp,
+    b: &TestApp,
+    token: &str,
+    session: &str,
+    prefix: &str,
+    count: usize,
+) -> Vec<(StatusCode, Value)> {
+    let requests = (0..count).map(|i| {
+        let app = if i % 2 == 0 { a } else { b };
+        async move {
+            let body = json!({ "names": [format!("{prefix}_{i}")], "reason": "race" });
+            let r = app.request_env_vars(token, session, &body).await;
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    });
+    futures_util::future::join_all(requests).await
+}
+
 /// Creates `count` env_vars widgets in `session` at once, alternately on
 /// `a` and `b`; returns the statuses and the ids of those created.
 async fn create_at_once(
@@ -31,25 +54,12 @@ async fn create_at_once(
     session: &str,
     count: usize,
 ) -> (Vec<StatusCode>, Vec<String>) {
-    let requests = (0..count).map(|i| {
-        let app = if i % 2 == 0 { a } else { b };
-        async move {
-            let body = json!({ "names": [format!("RACE_KEY_{i}")], "reason": "race" });
-            let r = app.request_env_vars(agent, session, &body).await;
-            let status = r.status();
-            let id = r
-                .json::<Value>()
-                .await
-                .ok()
-                .and_then(|body| body["widget_id"].as_str().map(str::to_owned));
-            (status, id)
-        }
-    });
-    let (statuses, ids): (Vec<_>, Vec<_>) = futures_util::future::join_all(requests)
-        .await
-        .into_iter()
-        .unzip();
-    (statuses, ids.into_iter().flatten().collect())
+    let answers = request_at_once(a, b, agent, session, "RACE_KEY", count).await;
+    let ids = answers
+        .iter()
+        .filter_map(|(_, body)| body["widget_id"].as_str().map(str::to_owned))
+        .collect();
+    (answers.into_iter().map(|(status, _)| status).collect(), ids)
 }
 
 /// Opens the session's event stream on `app`.
@@ -167,30 +177,15 @@ async fn the_pending_cap_holds_when_creations_race_over_two_daemons() {
         statuses.iter().all(|s| *s == StatusCode::CREATED),
         "{statuses:?}"
     );
-    let requests = (0..20).map(|i| {
-        let app = if i % 2 == 0 { &a } else { &b };
-        let (host, session) = (&scene.host, &scene.session);
-        async move {
-            let body = json!({ "names": [format!("LAST_PLACE_{i}")], "reason": "race" });
-            let r = app.request_env_vars(host, session, &body).await;
-            let status = r.status();
-            let code = r
-                .json::<Value>()
-                .await
-                .ok()
-                .and_then(|body| body["error"]["code"].as_str().map(str::to_owned));
-            (status, code)
-        }
-    });
-    let answers = futures_util::future::join_all(requests).await;
+    let answers = request_at_once(&a, &b, &scene.host, &scene.session, "LAST_PLACE", 20).await;
     let created = answers
         .iter()
         .filter(|(s, _)| *s == StatusCode::CREATED)
         .count();
     let capped = answers
         .iter()
-        .filter(|(s, code)| {
-            *s == StatusCode::CONFLICT && code.as_deref() == Some("too_many_pending")
+        .filter(|(s, body)| {
+            *s == StatusCode::CONFLICT && body["error"]["code"] == "too_many_pending"
         })
         .count();
     assert_eq!((created, capped), (5, 15), "{answers:?}");

@@ -1,5 +1,6 @@
 -- Eight creations in one transaction, each still its own statements:
--- what grouping commits alone would give.
+-- what grouping commits alone would give. Written out eight times: a
+-- pgbench script has no loops.
 \set s1 random(0, 1999) * 8 + 1
 \set w1 random(1, 9000000000000000000)
 \set s2 random(0, 1999) * 8 + 2
