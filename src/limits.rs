@@ -121,8 +121,10 @@ async fn take_at(
 /// One bucket, in one statement: the row is refilled and taken from, or
 /// created full less one, only where at least one attempt is left, and
 /// PostgreSQL's upsert locks the row for it, so no concurrent take is lost
-/// and no advisory lock is needed. A refusal then reads the row once, for
-/// the wait.
+/// and no advisory lock is needed. The row's time never goes back (a take
+/// whose `now` was read before a concurrent one's refills nothing and
+/// leaves the later time), so no interval is refilled twice. A refusal
+/// then reads the row once, for the wait.
 async fn take_one(
     tx: &mut WriteTx,
     key: &str,
@@ -136,10 +138,11 @@ async fn take_one(
     let level = format!(
         "{least}($2, rate_limits.tokens + {greatest}($4 - rate_limits.updated_at, 0) * $3)"
     );
-    let taken: Option<f64> = sqlx::query_scalar(&format!(
+    let taken: Option<(f64, i64)> = sqlx::query_as(&format!(
         "INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, $2 - 1, $4)
-         ON CONFLICT (key) DO UPDATE SET tokens = {level} - 1, updated_at = $4
-         WHERE {level} >= 1 RETURNING tokens"
+         ON CONFLICT (key) DO UPDATE SET tokens = {level} - 1,
+             updated_at = {greatest}(rate_limits.updated_at, $4)
+         WHERE {level} >= 1 RETURNING tokens, updated_at"
     ))
     .bind(key)
     .bind(bucket.burst)
@@ -147,9 +150,9 @@ async fn take_one(
     .bind(now)
     .fetch_optional(&mut **tx)
     .await?;
-    if let Some(tokens) = taken {
+    if let Some(row) = taken {
         if let Some(memo) = tx.memo() {
-            memo.set_bucket(key, Some((tokens, now)));
+            memo.set_bucket(key, Some(row));
         }
         return Ok(Ok(()));
     }
@@ -171,10 +174,15 @@ fn wait_for(bucket: Bucket, level: f64) -> Duration {
     wait.max(Duration::from_secs(1))
 }
 
+/// The bucket key of `session`'s agent.
+pub fn agent_key(session: &SessionId) -> String {
+    format!("agent:{session}")
+}
+
 /// Takes one request from `session`'s agent bucket, inside the caller's
 /// write transaction; `429 rate_limited` when it is empty.
 pub async fn take_agent(tx: &mut WriteTx, session: &SessionId) -> AppResult<()> {
-    let key = format!("agent:{session}");
+    let key = agent_key(session);
     take(tx, &[(key, PER_AGENT)])
         .await?
         .map_err(|wait| AppError::RateLimited(wait.as_secs()))
@@ -190,7 +198,7 @@ pub async fn take_agent_into(
     script: &mut Script,
     session: &SessionId,
 ) -> AppResult<()> {
-    let key = format!("agent:{session}");
+    let key = agent_key(session);
     take_into_at(tx, script, key, PER_AGENT, clock::now_ms())
         .await?
         .map_err(|wait| AppError::RateLimited(wait.as_secs()))
@@ -212,11 +220,13 @@ async fn take_into_at(
     if level < 1.0 {
         return Ok(Err(wait_for(bucket, level)));
     }
+    // The bucket's time never goes back (as in `take_one`).
+    let at = now.max(row.1);
     if let Some(memo) = tx.memo() {
-        memo.set_bucket(&key, Some((level - 1.0, now)));
+        memo.set_bucket(&key, Some((level - 1.0, at)));
     }
     script.push("bucket", WRITE_BUCKET, |v| {
-        v.add(key).add(level - 1.0).add(now);
+        v.add(key).add(level - 1.0).add(at);
     });
     Ok(Ok(()))
 }
@@ -321,6 +331,18 @@ mod tests {
             passed += usize::from(agent(NOW + 3_600_000).await.is_ok());
         }
         assert_eq!(passed, 30);
+        // A take whose time was read before an earlier-committed one's
+        // regains nothing and leaves the later time: no interval counts
+        // twice.
+        for _ in 0..29 {
+            assert!(agent(NOW + 7_200_000).await.is_ok());
+        }
+        assert!(agent(NOW + 7_202_000).await.is_ok());
+        assert!(agent(NOW + 7_201_000).await.is_ok());
+        assert_eq!(
+            agent(NOW + 7_203_000).await.unwrap_err(),
+            Duration::from_secs(1)
+        );
         db.close().await;
     }
 
