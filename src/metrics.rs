@@ -251,7 +251,7 @@ fn render_writes(out: &mut String) {
     counter(
         out,
         "widgetd_creations_guessed_total",
-        "SQLite: widget creations written on the common case (session live, room under the cap, nothing stored already), checked by a guard in the same statement.",
+        "Widget creations written on the common case (session live, room under the cap, nothing stored already), checked by a guard in the same statement.",
         guessed,
     );
     counter(
@@ -346,7 +346,7 @@ pub fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Dis
     let _ = writeln!(out, "{name} {value}");
 }
 
-fn counter(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
     family(out, name, "counter", help);
     let _ = writeln!(out, "{name} {value}");
 }

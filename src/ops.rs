@@ -257,6 +257,19 @@ async fn read_metrics(State(state): State<AppState>, principal: Principal) -> Ap
         gauge(&mut out, name, help, value);
     }
     state.metrics.render(&mut out);
+    let (groups, grouped) = state.db.group_counts();
+    crate::metrics::counter(
+        &mut out,
+        "widgetd_db_groups_total",
+        "PostgreSQL: transactions that wrote several requests' creations with one statement.",
+        groups,
+    );
+    crate::metrics::counter(
+        &mut out,
+        "widgetd_db_grouped_total",
+        "PostgreSQL: creations those groups carried (written, or left out and made again alone); divided by widgetd_db_groups_total, the mean group size.",
+        grouped,
+    );
     Ok((
         [(
             header::CONTENT_TYPE,

@@ -16,6 +16,7 @@ pub mod copy;
 mod deferred;
 pub mod integrity;
 mod memo;
+mod pg_group;
 mod pg_write;
 mod pipe;
 mod postgres;
@@ -37,6 +38,7 @@ use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::deferred::{Superseded, superseded};
+pub use self::pg_group::Grouped;
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;
@@ -196,6 +198,27 @@ impl Db {
     /// makes its work again.
     pub async fn begin_write_deferred(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
         write_tx::begin_deferred(self.writer.clone(), first).await
+    }
+
+    /// Writes `work` together with other requests' work of the same
+    /// statement, each in its own session, in one PostgreSQL transaction
+    /// and one statement (`pg_group.rs`), and returns once the group
+    /// committed and its follow-up ran: `Ok(true)` when the statement
+    /// wrote it, `Ok(false)` when it did not and the caller makes it again
+    /// alone (the group's statement left it out, or the group failed before
+    /// its commit). Always `Ok(false)` on SQLite, whose writer groups by
+    /// itself.
+    pub async fn write_grouped(&self, work: Grouped) -> sqlx::Result<bool> {
+        match self.backend {
+            Backend::Sqlite => Ok(false),
+            Backend::Postgres => pg_group::write(&self.writer, work).await,
+        }
+    }
+
+    /// (groups of [`Db::write_grouped`] run, members they carried) since
+    /// this database was opened.
+    pub fn group_counts(&self) -> (u64, u64) {
+        self.writer.groups.counts()
     }
 
     /// A write transaction that no other write transaction of the

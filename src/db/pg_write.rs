@@ -29,7 +29,7 @@ use super::Dialect;
 
 /// The lock every write transaction of the deployment takes (shared), and
 /// the few that must run alone take exclusively.
-const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
+pub(super) const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
 
 /// Work to do once a transaction has committed, on the pool (the audit
 /// sealer). One per transaction: registering the same hook twice is one.
@@ -196,7 +196,7 @@ pub enum Lock<'a> {
 impl Lock<'_> {
     /// The lock's 64-bit key: its class in the first argument of the
     /// two-key advisory lock, a hash of the name in the second.
-    fn keys(self) -> (i32, i32) {
+    pub(super) fn keys(self) -> (i32, i32) {
         let (class, name) = match self {
             Self::Session(id) => (1, id),
             Self::Bucket(key) => (2, key),

@@ -51,6 +51,8 @@ pub(crate) struct Writer {
     pub(super) pool: AnyPool,
     /// PostgreSQL: the after-commit hooks' gate.
     pub(super) follow_up: super::pg_write::FollowUp,
+    /// PostgreSQL: the runners of grouped writes (`pg_group.rs`).
+    pub(super) groups: super::pg_group::Groups,
     state: Arc<Mutex<State>>,
     /// Tasks waiting for their turn; zero means nobody would join the batch.
     queued: AtomicUsize,
@@ -91,6 +93,7 @@ impl Writer {
             backend,
             pool,
             follow_up: super::pg_write::FollowUp::default(),
+            groups: super::pg_group::Groups::default(),
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
             held: AtomicBool::new(false),

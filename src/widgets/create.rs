@@ -68,6 +68,13 @@ pub async fn create_living<R: Request>(
         names: names.unwrap_or_default(),
     });
     let guessed = guess.is_some();
+    if guessed && super::grouped::allowed(state) {
+        if let Some(created) = write_grouped::<R>(state, session_id, &loaded, life, &cause).await? {
+            return Ok(created);
+        }
+        optimistic::refused_once();
+        return write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await;
+    }
     match write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, guess).await {
         Err(err) if guessed && (optimistic::refused(&err) || optimistic::superseded(&err)) => {
             write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await
@@ -133,6 +140,33 @@ async fn write<R: Request>(
         widget_id: widget.id,
         status: widget.status,
     })
+}
+
+/// A plain creation written with others of their own sessions
+/// (`super::grouped`, PostgreSQL); `None` when its group left it out and
+/// it is to be made alone.
+async fn write_grouped<R: Request>(
+    state: &Core,
+    session_id: &SessionId,
+    loaded: &Stored<R::Kind>,
+    life: &Life,
+    cause: &Cause<'_>,
+) -> AppResult<Option<Created>> {
+    optimistic::guessed();
+    let stored = serde_json::to_string(&loaded.0).expect("params serialize");
+    let mut widget = new_row(state, session_id, R::NAME, stored, None);
+    if let Some(ms) = life.expires_in_ms {
+        widget.expires_at = widget.created_at.saturating_add(ms);
+    }
+    let ahead_sql = <R::Kind as Kind>::born_ahead(state.db.backend().dialect());
+    if !super::grouped::write(state, &widget, loaded, ahead_sql, cause).await? {
+        return Ok(None);
+    }
+    state.hub.publish(session_id);
+    Ok(Some(Created {
+        widget_id: widget.id,
+        status: widget.status,
+    }))
 }
 
 /// A new widget row in `session`: pending, or born terminal with `result`.

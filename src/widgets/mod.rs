@@ -23,6 +23,7 @@ pub mod delivery;
 mod engine;
 pub mod env_vars;
 pub mod fields;
+mod grouped;
 pub mod kind;
 pub mod life;
 pub(crate) mod markdown;

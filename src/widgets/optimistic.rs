@@ -64,7 +64,7 @@ impl Guard<'_> {
     /// fewer than the most pending widgets, and the kind's read does not
     /// make the widget born terminal.
     pub(super) fn put_into(self, script: &mut Script, id: &SessionId) {
-        GUESSES[0].fetch_add(1, Ordering::Relaxed);
+        guessed();
         let postgres = script.dialect() == Dialect::Postgres;
         // `$1` is the session's id, in the pending count's statement too.
         let mut holds = format!(
@@ -109,6 +109,16 @@ impl Guard<'_> {
     }
 }
 
+/// Counts a creation made on the guess.
+pub(super) fn guessed() {
+    GUESSES[0].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a guess refused (its creation is made again with its read).
+pub(super) fn refused_once() {
+    GUESSES[1].fetch_add(1, Ordering::Relaxed);
+}
+
 /// Whether `err` says the guess's writes were superseded (a write built
 /// before them failed, `db::superseded`): the creation is made again.
 pub(super) fn superseded(err: &AppError) -> bool {
@@ -121,7 +131,7 @@ pub(super) fn refused(err: &AppError) -> bool {
     let refused = matches!(err, AppError::Database(sqlx::Error::Database(e))
         if e.message().contains("guess_holds"));
     if refused {
-        GUESSES[1].fetch_add(1, Ordering::Relaxed);
+        refused_once();
     }
     refused
 }

@@ -23,7 +23,7 @@ pub struct WidgetRow {
     pub resolved_by: Option<UserId>,
 }
 
-const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
+pub(super) const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
 /// Adds a widget and its transcript message to `script`, the caller's
 /// writes sent as one statement (`db::Script`). On PostgreSQL the message

@@ -203,6 +203,154 @@ async fn the_pending_cap_holds_when_creations_race_over_two_daemons() {
     );
 }
 
+/// Creations of many sessions at once are written in groups, one
+/// transaction and one statement each (`src/db/pg_group.rs`), and each
+/// gets the answer it would get alone: a member its group's statement
+/// leaves out (an archived session, a full cap, an empty bucket, every
+/// name stored already) is made again alone, with its true answer, and
+/// its neighbours are written all the same.
+#[tokio::test]
+async fn creations_written_in_groups_each_get_the_answer_they_would_get_alone() {
+    let app = spawn_postgres_app().await;
+    let alice = app.user("alice", widgetd::auth::Role::Member).await;
+    let host = app.token(&alice, "sessions,env:read,env:write").await;
+    let mut plain = Vec::new();
+    for _ in 0..12 {
+        plain.push(app.session(&host).await);
+    }
+    // Archived, the session's agent token is no longer valid: its host asks.
+    let (archived, _) = app.session(&host).await;
+    let (capped, capped_agent) = app.session(&host).await;
+    let (limited, limited_agent) = app.session(&host).await;
+    let (stored, stored_agent) = app.session(&host).await;
+    let response = app
+        .post_json(
+            &format!("/api/v1/sessions/{archived}/archive"),
+            &host,
+            &json!({}),
+        )
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    // The host is not rate-limited: it fills the cap; the agent of
+    // `limited` empties its bucket (30, `src/limits.rs`).
+    let (statuses, _) = create_at_once(&app, &app, &host, &capped, 50).await;
+    assert!(statuses.iter().all(|s| *s == StatusCode::CREATED));
+    let (statuses, _) = create_at_once(&app, &app, &limited_agent, &limited, 30).await;
+    assert!(statuses.iter().all(|s| *s == StatusCode::CREATED));
+    // It regains one every 2 s; dated ahead, it regains none while the test
+    // runs, however slow the machine.
+    sqlx::query("UPDATE rate_limits SET updated_at = $1 WHERE key = $2")
+        .bind(i64::MAX / 2)
+        .bind(format!("agent:{limited}"))
+        .execute(&app.state.db.read)
+        .await
+        .unwrap();
+    let response = app
+        .put_env(&host, "GROUP_STORED", &json!({ "value": "v" }))
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    // One creation alone learns that there is no webhook or Slack to
+    // tell; after it, creations may be grouped.
+    let (session, agent) = &plain[0];
+    let warm = json!({ "names": ["GROUP_WARM"], "reason": "warm" });
+    let response = app.request_env_vars(agent, session, &warm).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let before = app.state.db.group_counts();
+
+    // Held back by the write lock, the requests queue for the runners, so
+    // the groups they form do not depend on the machine's speed.
+    let holder = hold_write_lock(&app).await;
+    let mut asked: Vec<(&str, &str, &str)> = plain
+        .iter()
+        .map(|(session, agent)| (session.as_str(), agent.as_str(), "GROUP_NEW"))
+        .collect();
+    // A second creation in a session waits for a later group.
+    asked.push((&plain[1].0, &plain[1].1, "GROUP_SECOND"));
+    asked.push((&archived, &host, "GROUP_NEW"));
+    asked.push((&capped, &capped_agent, "GROUP_NEW"));
+    asked.push((&limited, &limited_agent, "GROUP_NEW"));
+    asked.push((&stored, &stored_agent, "GROUP_STORED"));
+    let requests = asked.iter().map(|&(session, agent, name)| {
+        let app = &app;
+        async move {
+            let body = json!({ "names": [name], "reason": "grouped" });
+            let response = app.request_env_vars(agent, session, &body).await;
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    });
+    let release = async {
+        let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                       AND wait_event = 'advisory' AND pid <> pg_backend_pid()";
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while app.count(waiting).await < 2 {
+            assert!(std::time::Instant::now() < deadline, "no group waited");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The rest arrive behind the two groups waiting.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        release_write_lock(holder).await;
+    };
+    let (answers, ()) = tokio::join!(futures_util::future::join_all(requests), release);
+
+    let (grouped, rest) = answers.split_at(plain.len() + 1);
+    for (status, body) in grouped {
+        assert_eq!(*status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["status"], "pending", "{body}");
+    }
+    let code = |(status, body): &(StatusCode, Value)| (*status, body["error"]["code"].clone());
+    assert_eq!(
+        code(&rest[0]),
+        (StatusCode::CONFLICT, json!("session_archived")),
+        "{}",
+        rest[0].1
+    );
+    assert_eq!(
+        code(&rest[1]),
+        (StatusCode::CONFLICT, json!("too_many_pending"))
+    );
+    assert_eq!(
+        code(&rest[2]).0,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        rest[2].1
+    );
+    assert_eq!(rest[3].0, StatusCode::CREATED, "{}", rest[3].1);
+    assert_eq!(rest[3].1["status"], "already_present");
+    // The queued requests were written several to a group.
+    let after = app.state.db.group_counts();
+    let (groups, members) = (after.0 - before.0, after.1 - before.1);
+    assert!(
+        members >= asked.len() as u64 - 1,
+        "{groups} groups, {members} members"
+    );
+    assert!(groups <= 5, "{groups} groups, {members} members");
+
+    // Each widget written in a group has its line, its event and its
+    // sealed audit row, and the chain verifies.
+    for table in [
+        "messages WHERE kind = 'widget'",
+        "events WHERE kind = 'widget:created'",
+    ] {
+        assert_eq!(
+            app.count(&format!("SELECT count(*) FROM {table}")).await,
+            app.count("SELECT count(*) FROM widgets").await,
+            "{table}"
+        );
+    }
+    assert_eq!(app.count("SELECT count(*) FROM audit_pending").await, 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'widget.create'")
+            .await,
+        app.count("SELECT count(*) FROM widgets").await
+    );
+    let mut conn = app.state.db.read.acquire().await.unwrap();
+    assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
+}
+
 #[tokio::test]
 async fn audit_rows_of_concurrent_commits_are_all_sealed_into_one_chain_before_each_reply() {
     let a = spawn_postgres_app().await;

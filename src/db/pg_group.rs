@@ -1,0 +1,303 @@
+//! PostgreSQL's grouped writes: work of the same shape from several
+//! requests, each in its own session, written by one transaction with one
+//! statement for all of them, so the server sets up, plans and commits once
+//! for the group instead of once per request (`docs/performance.md`,
+//! "PostgreSQL creations in groups").
+//!
+//! A request hands its work (a JSON row) to the daemon's group runners and
+//! waits. A runner takes every row that waits, at most one per session and
+//! [`MOST`] in all, and runs:
+//!
+//! 1. `BEGIN`;
+//! 2. one statement that takes the deployment's write lock shared, then
+//!    every member's session lock in the order of their keys (as every
+//!    transaction takes its locks, so no two wait for each other in a
+//!    circle);
+//! 3. the group's statement, given every row as one JSON array (`$1`,
+//!    each row with its index `i`), which writes the members it finds
+//!    right and returns their `i`: a member it leaves out was refused
+//!    nothing yet, and its request makes its work again alone;
+//! 4. `COMMIT`, then what follows the commit (the audit seal, telling the
+//!    other daemons) once for the group, before any member is answered.
+//!
+//! Its statement begins after every lock is held, and READ COMMITTED
+//! takes a snapshot per statement, so it sees what every earlier writer of
+//! each member's session committed, as a transaction of that member alone
+//! would; with one member per session, the members see nothing of each
+//! other's but their shared statement.
+//!
+//! The group runs outside any request: a request that gives up waiting
+//! does not undo its member. A group that fails before its commit was
+//! undone whole, and each member is made again alone (where a lost
+//! connection gives its own `503`); a failed commit is every member's
+//! error, since whether it took effect is not known.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use super::Lock;
+use super::pg_write::{AfterCommit, WRITE_LOCK};
+use super::writer::Writer;
+
+/// Most members in one group.
+const MOST: usize = 64;
+
+/// Groups that may run at once in one daemon: while one commits, the next
+/// gathers what arrived meanwhile.
+const RUNNERS: usize = 2;
+
+/// One request's share of a group.
+#[derive(Debug)]
+pub struct Grouped {
+    /// The group's statement; only work with the same statement shares a
+    /// group.
+    pub sql: &'static str,
+    /// The session the work writes to, locked for the group.
+    pub session: String,
+    /// The member's row in the statement's `$1`; its `i` is set here.
+    pub row: Value,
+    /// Run once the group committed, before its members are answered.
+    pub after: Option<AfterCommit>,
+}
+
+struct Job {
+    work: Grouped,
+    reply: oneshot::Sender<sqlx::Result<bool>>,
+}
+
+/// The members waiting, and those left for a later group (a second of a
+/// session, or another statement's).
+struct Queue {
+    arrived: mpsc::UnboundedReceiver<Job>,
+    carried: VecDeque<Job>,
+}
+
+/// The daemon's group runners, started with the first member.
+#[derive(Debug)]
+pub(super) struct Groups {
+    send: mpsc::UnboundedSender<Job>,
+    queue: Arc<Mutex<Queue>>,
+    started: AtomicBool,
+    /// Groups run and the members they carried, since the start.
+    counts: [AtomicU64; 2],
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("carried", &self.carried.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Groups {
+    /// (groups run, members they carried) since the start.
+    pub(super) fn counts(&self) -> (u64, u64) {
+        let [groups, members] = &self.counts;
+        (
+            groups.load(Ordering::Relaxed),
+            members.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Default for Groups {
+    fn default() -> Self {
+        let (send, arrived) = mpsc::unbounded_channel();
+        Self {
+            send,
+            queue: Arc::new(Mutex::new(Queue {
+                arrived,
+                carried: VecDeque::new(),
+            })),
+            started: AtomicBool::new(false),
+            counts: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+}
+
+/// Writes `work` with a group, once it committed: `Ok(true)` when the
+/// group's statement wrote it, `Ok(false)` when it did not (its caller
+/// makes it again alone).
+pub(super) async fn write(writer: &Arc<Writer>, work: Grouped) -> sqlx::Result<bool> {
+    let groups = &writer.groups;
+    if !groups.started.swap(true, Ordering::SeqCst) {
+        for _ in 0..RUNNERS {
+            tokio::spawn(run(groups.queue.clone(), Arc::downgrade(writer)));
+        }
+    }
+    let (reply, answer) = oneshot::channel();
+    if groups.send.send(Job { work, reply }).is_err() {
+        return Err(sqlx::Error::PoolClosed);
+    }
+    answer.await.unwrap_or(Ok(false))
+}
+
+/// A runner: gathers a group, runs it, and again, until the daemon's
+/// database is dropped.
+async fn run(queue: Arc<Mutex<Queue>>, writer: Weak<Writer>) {
+    loop {
+        let Some(group) = queue.lock().await.gather().await else {
+            return;
+        };
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        write_group(writer, group).await;
+    }
+}
+
+impl Queue {
+    /// The next group: the first member waiting, with every other that
+    /// fits, oldest first; `None` once nothing more can arrive.
+    async fn gather(&mut self) -> Option<Vec<Job>> {
+        let first = match self.carried.pop_front() {
+            Some(job) => job,
+            None => self.arrived.recv().await?,
+        };
+        let mut sessions = BTreeSet::from([first.work.session.clone()]);
+        let sql = first.work.sql;
+        let mut group = vec![first];
+        let mut kept = VecDeque::new();
+        let mut fits = |job: Job, group: &mut Vec<Job>| {
+            if group.len() < MOST
+                && job.work.sql == sql
+                && sessions.insert(job.work.session.clone())
+            {
+                group.push(job);
+            } else {
+                kept.push_back(job);
+            }
+        };
+        while let Some(job) = self.carried.pop_front() {
+            fits(job, &mut group);
+        }
+        while group.len() < MOST
+            && let Ok(job) = self.arrived.try_recv()
+        {
+            fits(job, &mut group);
+        }
+        self.carried = kept;
+        Some(group)
+    }
+}
+
+/// Runs one group and answers its members (after the commit's follow-up,
+/// on a task of its own, so that the runner gathers the next group
+/// meanwhile).
+async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
+    let started = Instant::now();
+    let sql = group[0].work.sql;
+    let mut locks: Vec<(i32, i32)> = group
+        .iter()
+        .map(|job| Lock::Session(&job.work.session).keys())
+        .collect();
+    locks.sort_unstable();
+    locks.dedup();
+    let rows: Vec<Value> = group
+        .iter_mut()
+        .enumerate()
+        .map(|(i, job)| {
+            let mut row = std::mem::take(&mut job.work.row);
+            row["i"] = Value::from(i);
+            row
+        })
+        .collect();
+    let written = match write_rows(&writer, &locks, sql, rows).await {
+        Ok(tx_written) => tx_written,
+        Err(err) => {
+            tracing::debug!(error = %err, members = group.len(), "a group failed before its commit; its members are made again alone");
+            for job in group {
+                let _ = job.reply.send(Ok(false));
+            }
+            return;
+        }
+    };
+    let (tx, written) = written;
+    let done = tx.commit().await;
+    let [groups, members] = &writer.groups.counts;
+    groups.fetch_add(1, Ordering::Relaxed);
+    members.fetch_add(group.len() as u64, Ordering::Relaxed);
+    match &done {
+        Ok(()) => super::stats::WRITES.committed(written.len(), started.elapsed()),
+        Err(_) => super::stats::WRITES.failed(),
+    }
+    tokio::spawn(async move {
+        if let Err(err) = done {
+            for job in group {
+                let _ = job.reply.send(Err(shared(&err)));
+            }
+            return;
+        }
+        let mut hook = None;
+        let mut sessions = Vec::new();
+        for (i, job) in group.iter().enumerate() {
+            if written.contains(&(i as i64)) {
+                hook = hook.or(job.work.after);
+                sessions.push(job.work.session.clone());
+            }
+        }
+        if hook.is_some() || !sessions.is_empty() {
+            let follow_up = &writer.follow_up;
+            follow_up.after_commit(&writer.pool, hook, sessions).await;
+        }
+        for (i, job) in group.into_iter().enumerate() {
+            let _ = job.reply.send(Ok(written.contains(&(i as i64))));
+        }
+    });
+}
+
+/// Steps 1 to 3: the transaction, its locks and the group's statement;
+/// the members written, by index.
+async fn write_rows(
+    writer: &Writer,
+    locks: &[(i32, i32)],
+    sql: &str,
+    rows: Vec<Value>,
+) -> sqlx::Result<(sqlx::Transaction<'static, sqlx::Any>, Vec<i64>)> {
+    let mut tx = writer.pool.begin().await?;
+    // A select list is evaluated left to right, and the subquery's locks in
+    // the order of its rows: the write lock first, then the sessions', as
+    // in every other transaction.
+    sqlx::query(
+        "SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared($1), \
+         (SELECT count(pg_advisory_xact_lock(CAST(k.e ->> 0 AS INTEGER), CAST(k.e ->> 1 AS INTEGER))) \
+          FROM (SELECT e FROM json_array_elements(CAST($2 AS JSON)) WITH ORDINALITY AS t(e, o) \
+                ORDER BY o) AS k)) AS locked",
+    )
+    .bind(WRITE_LOCK)
+    .bind(serde_json::to_string(locks).expect("keys serialize"))
+    .execute(&mut *tx)
+    .await?;
+    let rows = Value::Array(rows).to_string();
+    let written: Vec<i64> = sqlx::query_scalar(sql)
+        .bind(rows)
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok((tx, written))
+}
+
+/// A failed commit's error for each member: of the same kind (a lost
+/// connection stays a lost connection, a full disk a full disk), since
+/// `sqlx::Error` cannot be cloned.
+fn shared(err: &sqlx::Error) -> sqlx::Error {
+    use std::io::{Error, ErrorKind};
+    let kind = if super::connection_lost(err) {
+        ErrorKind::ConnectionAborted
+    } else if super::storage_unavailable(err) {
+        ErrorKind::StorageFull
+    } else if super::interrupted(err) {
+        ErrorKind::ResourceBusy
+    } else {
+        ErrorKind::Other
+    };
+    sqlx::Error::Io(Error::new(
+        kind,
+        format!("the group's commit failed: {err}"),
+    ))
+}
