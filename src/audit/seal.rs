@@ -15,8 +15,9 @@ use sqlx::{AnyConnection, AnyPool, Connection};
 
 use super::AuditRow;
 
-/// The sealer's lock (a PostgreSQL advisory lock key).
-const SEAL_LOCK: i64 = 0x7769_6467_6574_6402; // "widget" + 2
+/// The sealer's lock (a PostgreSQL advisory lock key); a transaction that
+/// chains its rows itself ([`chain_on`]) holds it too.
+pub const SEAL_LOCK: i64 = 0x7769_6467_6574_6402; // "widget" + 2
 
 /// How many staged rows one sealing transaction moves at most.
 const BATCH: i64 = 500;
@@ -76,36 +77,53 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
         tx.rollback().await?;
         return Ok(0);
     };
-    let (mut id, mut prev) = match (first.head_id, &first.head_hash) {
-        (Some(id), Some(hash)) => (id, hash.clone()),
-        _ => (0, vec![0u8; 32]),
-    };
+    let head = first.head_id.zip(first.head_hash.clone());
     staged.sort_unstable_by_key(|row| row.id);
     let count = staged.len() as u64;
-    let mut chained = Vec::with_capacity(staged.len());
-    for row in staged {
-        id += 1;
-        let mut row = AuditRow {
-            id,
-            at: row.at,
-            actor: row.actor,
-            action: row.action,
-            session_id: row.session_id,
-            widget_id: row.widget_id,
-            names: row.names,
-            scope: row.scope,
-            client_addr: row.client_addr,
-            detail: row.detail,
-            prev_hash: prev,
-            hash: Vec::new(),
-        };
-        row.hash = row.compute_hash(&row.prev_hash);
-        prev = row.hash.clone();
-        chained.push(row);
-    }
-    super::insert_chained(&mut tx, chained).await?;
+    let rows = staged.into_iter().map(|row| AuditRow {
+        id: 0,
+        at: row.at,
+        actor: row.actor,
+        action: row.action,
+        session_id: row.session_id,
+        widget_id: row.widget_id,
+        names: row.names,
+        scope: row.scope,
+        client_addr: row.client_addr,
+        detail: row.detail,
+        prev_hash: Vec::new(),
+        hash: Vec::new(),
+    });
+    super::insert_chained(&mut tx, chain(head, rows)).await?;
     tx.commit().await?;
     Ok(count)
+}
+
+/// Chains `rows` (their ids and hashes unset) after the chain's head,
+/// inside the caller's transaction, which holds [`SEAL_LOCK`] since before
+/// this reads the head: rows written so skip the staging table and the
+/// sealer, and take their places in the chain at their commit.
+pub async fn chain_on(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
+    let head: Option<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    super::insert_chained(conn, chain(head, rows)).await
+}
+
+/// `rows` given the ids and hashes that follow `head` (none: the chain is
+/// empty).
+fn chain(head: Option<(i64, Vec<u8>)>, rows: impl IntoIterator<Item = AuditRow>) -> Vec<AuditRow> {
+    let (mut id, mut prev) = head.unwrap_or((0, vec![0u8; 32]));
+    rows.into_iter()
+        .map(|mut row| {
+            id += 1;
+            row.id = id;
+            row.hash = row.compute_hash(&prev);
+            row.prev_hash = std::mem::replace(&mut prev, row.hash.clone());
+            row
+        })
+        .collect()
 }
 
 /// A staged row: an audit row without its place in the chain.

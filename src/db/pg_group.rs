@@ -12,13 +12,16 @@
 //! 2. one statement that takes the deployment's write lock shared, then
 //!    every member's session lock in the order of their keys (as every
 //!    transaction takes its locks, so no two wait for each other in a
-//!    circle);
+//!    circle), then the work's [`Grouped::last_lock`] if it has one (taken
+//!    last, so a group holding it never waits for a session);
 //! 3. the group's statement, given every row as one JSON array (`$1`,
 //!    each row with its index `i`), which writes the members it finds
 //!    right and returns their `i`: a member it leaves out was refused
 //!    nothing yet, and its request makes its work again alone;
-//! 4. `COMMIT`, then what follows the commit (the audit seal, telling the
-//!    other daemons) once for the group, before any member is answered.
+//! 4. the work's [`Grouped::before_commit`] with the rows written (the
+//!    audit chain's rows);
+//! 5. `COMMIT`, then what follows the commit (telling the other daemons)
+//!    once for the group, before any member is answered.
 //!
 //! Its statement begins after every lock is held, and READ COMMITTED
 //! takes a snapshot per statement, so it sees what every earlier writer of
@@ -37,7 +40,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
+use sqlx::AnyConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::Lock;
@@ -51,6 +56,11 @@ const MOST: usize = 64;
 /// gathers what arrived meanwhile.
 const RUNNERS: usize = 2;
 
+/// Written in the group's transaction after its statement, given the rows
+/// it wrote.
+pub type BeforeCommit =
+    for<'c> fn(&'c mut AnyConnection, Vec<Value>) -> BoxFuture<'c, sqlx::Result<()>>;
+
 /// One request's share of a group.
 #[derive(Debug)]
 pub struct Grouped {
@@ -61,6 +71,10 @@ pub struct Grouped {
     pub session: String,
     /// The member's row in the statement's `$1`; its `i` is set here.
     pub row: Value,
+    /// An advisory lock the group takes after its sessions', to its commit.
+    pub last_lock: Option<i64>,
+    /// Run before the commit with the rows written.
+    pub before_commit: Option<BeforeCommit>,
     /// Run once the group committed, before its members are answered.
     pub after: Option<AfterCommit>,
 }
@@ -208,7 +222,8 @@ async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
             row
         })
         .collect();
-    let written = match write_rows(&writer, &locks, sql, rows).await {
+    let last = (group[0].work.last_lock, group[0].work.before_commit);
+    let written = match write_rows(&writer, &locks, last, sql, rows).await {
         Ok(tx_written) => tx_written,
         Err(err) => {
             tracing::debug!(error = %err, members = group.len(), "a group failed before its commit; its members are made again alone");
@@ -252,33 +267,48 @@ async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
     });
 }
 
-/// Steps 1 to 3: the transaction, its locks and the group's statement;
-/// the members written, by index.
+/// Steps 1 to 4: the transaction, its locks, the group's statement and
+/// what comes before the commit; the members written, by index.
 async fn write_rows(
     writer: &Writer,
     locks: &[(i32, i32)],
+    (last_lock, before_commit): (Option<i64>, Option<BeforeCommit>),
     sql: &str,
     rows: Vec<Value>,
 ) -> sqlx::Result<(sqlx::Transaction<'static, sqlx::Any>, Vec<i64>)> {
     let mut tx = writer.pool.begin().await?;
     // A select list is evaluated left to right, and the subquery's locks in
     // the order of its rows: the write lock first, then the sessions', as
-    // in every other transaction.
+    // in every other transaction, then the last (none for a NULL: the lock
+    // function is strict).
     sqlx::query(
         "SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared($1), \
          (SELECT count(pg_advisory_xact_lock(CAST(k.e ->> 0 AS INTEGER), CAST(k.e ->> 1 AS INTEGER))) \
           FROM (SELECT e FROM json_array_elements(CAST($2 AS JSON)) WITH ORDINALITY AS t(e, o) \
-                ORDER BY o) AS k)) AS locked",
+                ORDER BY o) AS k), \
+         pg_advisory_xact_lock(CAST($3 AS BIGINT))) AS locked",
     )
     .bind(WRITE_LOCK)
     .bind(serde_json::to_string(locks).expect("keys serialize"))
+    .bind(last_lock)
     .execute(&mut *tx)
     .await?;
-    let rows = Value::Array(rows).to_string();
+    let text = Value::Array(rows.clone()).to_string();
     let written: Vec<i64> = sqlx::query_scalar(sql)
-        .bind(rows)
+        .bind(text)
         .fetch_all(&mut *tx)
         .await?;
+    if let Some(before_commit) = before_commit
+        && !written.is_empty()
+    {
+        let rows = rows
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| written.contains(&(*i as i64)))
+            .map(|(_, row)| row)
+            .collect();
+        before_commit(&mut tx, rows).await?;
+    }
     Ok((tx, written))
 }
 

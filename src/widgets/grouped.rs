@@ -8,19 +8,24 @@
 //! `409 too_many_pending`, `429 rate_limited`, or the widget born
 //! `already_present`). The member writes what a creation alone writes: the
 //! widget, its transcript line, its `widget:created` event, its audit row
-//! (staged for the sealer) and its agent's bucket.
+//! and its agent's bucket. Its audit row is chained in the group's own
+//! transaction, which holds the sealer's lock (taken after the sessions'),
+//! instead of staged and sealed after the commit: one commit per group,
+//! not two.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use serde_json::json;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
 
 use super::Cause;
 use super::MAX_PENDING_PER_SESSION;
 use super::kind::Loaded;
 use super::store::{self, WidgetRow};
 use crate::Core;
-use crate::audit::{Actor, seal};
+use crate::audit::{Actor, AuditRow, seal};
 use crate::db::{Dialect, Grouped};
 use crate::error::AppResult;
 use crate::limits::{self, PER_AGENT};
@@ -80,9 +85,35 @@ pub(super) async fn write(
         sql: statement(ahead_sql),
         session: widget.session_id.to_string(),
         row,
-        after: Some(seal::after_commit),
+        last_lock: Some(seal::SEAL_LOCK),
+        before_commit: Some(chain_written),
+        after: None,
     };
     Ok(state.db.write_grouped(work).await?)
+}
+
+/// The audit rows of the members written, chained in the group's
+/// transaction (`seal::chain_on`): those a creation alone would stage.
+fn chain_written(conn: &mut AnyConnection, rows: Vec<Value>) -> BoxFuture<'_, sqlx::Result<()>> {
+    let text = |row: &Value, key: &str| row[key].as_str().map(str::to_owned);
+    let rows = rows
+        .iter()
+        .map(|row| AuditRow {
+            id: 0,
+            at: row["created"].as_i64().unwrap_or_default(),
+            actor: text(row, "actor").unwrap_or_default(),
+            action: "widget.create".to_owned(),
+            session_id: text(row, "sid"),
+            widget_id: text(row, "wid"),
+            names: text(row, "names"),
+            scope: None,
+            client_addr: text(row, "client"),
+            detail: text(row, "detail"),
+            prev_hash: Vec::new(),
+            hash: Vec::new(),
+        })
+        .collect();
+    Box::pin(seal::chain_on(conn, rows))
 }
 
 /// The group's statement for a kind whose `born` reads `ahead_sql` (a
@@ -134,10 +165,7 @@ fn build(ahead_sql: Option<&str>) -> String {
          m AS (INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
            SELECT session_id, 'widget', 'agent', id, created_at FROM w), \
          e AS (INSERT INTO events (session_id, kind, payload, created_at) \
-           SELECT sid, 'widget:created', payload, created FROM go), \
-         a AS (INSERT INTO audit_pending \
-           (at, actor, action, session_id, widget_id, names, scope, client_addr, detail) \
-           SELECT created, actor, 'widget.create', sid, wid, names, NULL, client, detail FROM go) \
+           SELECT sid, 'widget:created', payload, created FROM go) \
          SELECT i FROM go",
         columns = store::COLUMNS,
     )
