@@ -46,7 +46,7 @@ use sqlx::AnyConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::Lock;
-use super::pg_write::{AfterCommit, WRITE_LOCK};
+use super::pg_write::WRITE_LOCK;
 use super::writer::Writer;
 
 /// Most members in one group.
@@ -75,8 +75,6 @@ pub struct Grouped {
     pub last_lock: Option<i64>,
     /// Run before the commit with the rows written.
     pub before_commit: Option<BeforeCommit>,
-    /// Run once the group committed, before its members are answered.
-    pub after: Option<AfterCommit>,
 }
 
 struct Job {
@@ -201,9 +199,9 @@ impl Queue {
     }
 }
 
-/// Runs one group and answers its members (after the commit's follow-up,
-/// on a task of its own, so that the runner gathers the next group
-/// meanwhile).
+/// Runs one group and answers its members (after the other daemons were
+/// told of its sessions' changes, on a task of its own, so that the runner
+/// gathers the next group meanwhile).
 async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
     let started = Instant::now();
     let sql = group[0].work.sql;
@@ -249,17 +247,15 @@ async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
             }
             return;
         }
-        let mut hook = None;
-        let mut sessions = Vec::new();
-        for (i, job) in group.iter().enumerate() {
-            if written.contains(&(i as i64)) {
-                hook = hook.or(job.work.after);
-                sessions.push(job.work.session.clone());
-            }
-        }
-        if hook.is_some() || !sessions.is_empty() {
+        let sessions: Vec<String> = group
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| written.contains(&(*i as i64)))
+            .map(|(_, job)| job.work.session.clone())
+            .collect();
+        if !sessions.is_empty() {
             let follow_up = &writer.follow_up;
-            follow_up.after_commit(&writer.pool, hook, sessions).await;
+            follow_up.after_commit(&writer.pool, None, sessions).await;
         }
         for (i, job) in group.into_iter().enumerate() {
             let _ = job.reply.send(Ok(written.contains(&(i as i64))));

@@ -121,10 +121,7 @@ async fn write<R: Request>(
     };
     let stored = serde_json::to_string(params).expect("params serialize");
     let born = born.as_ref().map(|r| (WidgetStatus::AlreadyPresent, r));
-    let mut widget = new_row(state, session_id, R::NAME, stored, born);
-    if let Some(ms) = life.expires_in_ms {
-        widget.expires_at = widget.created_at.saturating_add(ms);
-    }
+    let widget = new_row(state, session_id, R::NAME, stored, born, life);
     // A replaced widget leaves the count.
     let mut pending = pending.map(Cap::Counted).unwrap_or(Cap::Guarded);
     if let Some(old) = &life.replaces {
@@ -154,10 +151,7 @@ async fn write_grouped<R: Request>(
 ) -> AppResult<Option<Created>> {
     optimistic::guessed();
     let stored = serde_json::to_string(&loaded.0).expect("params serialize");
-    let mut widget = new_row(state, session_id, R::NAME, stored, None);
-    if let Some(ms) = life.expires_in_ms {
-        widget.expires_at = widget.created_at.saturating_add(ms);
-    }
+    let widget = new_row(state, session_id, R::NAME, stored, None, life);
     let ahead_sql = <R::Kind as Kind>::born_ahead(state.db.backend().dialect());
     if !super::grouped::write(state, &widget, loaded, ahead_sql, cause).await? {
         return Ok(None);
@@ -169,15 +163,19 @@ async fn write_grouped<R: Request>(
     }))
 }
 
-/// A new widget row in `session`: pending, or born terminal with `result`.
+/// A new widget row in `session`: pending, or born terminal with `result`;
+/// it expires after the server's time to live, or the agent's
+/// `expires_in_seconds`.
 fn new_row(
     state: &Core,
     session: &SessionId,
     kind: &str,
     params: String,
     born: Option<(WidgetStatus, &Value)>,
+    life: &Life,
 ) -> WidgetRow {
     let now = clock::now_ms();
+    let ttl = life.expires_in_ms.unwrap_or(state.settings.widget_ttl_ms);
     WidgetRow {
         id: WidgetId::generate(),
         session_id: session.clone(),
@@ -186,10 +184,30 @@ fn new_row(
         status: born.map_or(WidgetStatus::Pending, |(status, _)| status),
         result: born.map(|(_, result)| result.to_string()),
         created_at: now,
-        expires_at: now + state.settings.widget_ttl_ms,
+        expires_at: now.saturating_add(ttl),
         resolved_at: born.map(|_| now),
         resolved_by: None,
     }
+}
+
+/// A new widget's `widget:created` payload, and the env var names it asks
+/// for (its audit row's names).
+pub(super) fn created_event(
+    widget: &WidgetRow,
+    loaded: &dyn Loaded,
+) -> (Value, Option<Vec<String>>) {
+    let mut created =
+        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
+    let names = loaded.env_names();
+    if let Some(names) = &names {
+        created["names"] = json!(names);
+    }
+    (created, names)
+}
+
+/// A creation's audit detail.
+pub(super) fn created_detail(widget: &WidgetRow) -> String {
+    format!("kind={}", widget.kind)
 }
 
 /// How a creation knows its session's pending count for the cap.
@@ -250,12 +268,7 @@ async fn insert_widget(
     if widget.status == WidgetStatus::Pending && !matches!(pending, Cap::Guarded) {
         check_pending_cap(&mut tx, &widget.session_id, pending).await?;
     }
-    let mut created =
-        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
-    let names = loaded.env_names();
-    if let Some(names) = &names {
-        created["names"] = json!(names);
-    }
+    let (created, names) = created_event(widget, loaded);
     store::insert_into(&mut script, widget);
     events::record_into(
         &mut tx,
@@ -270,7 +283,7 @@ async fn insert_widget(
         session: Some(&widget.session_id),
         widget: Some(widget.id.as_str()),
         names: names.map(|n| n.join(",")),
-        detail: Some(format!("kind={}", widget.kind)),
+        detail: Some(created_detail(widget)),
         ..Default::default()
     };
     audit::append_into(&mut tx, &mut script, cause.actor, cause.client, entry).await?;

@@ -54,12 +54,7 @@ pub(super) async fn write(
     ahead_sql: Option<&'static str>,
     cause: &Cause<'_>,
 ) -> AppResult<bool> {
-    let names = loaded.env_names();
-    let mut created =
-        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
-    if let Some(names) = &names {
-        created["names"] = json!(names);
-    }
+    let (created, names) = super::create::created_event(widget, loaded);
     let bucket = match cause.actor {
         Actor::Agent(session) => Some(limits::agent_key(session)),
         _ => None,
@@ -75,7 +70,7 @@ pub(super) async fn write(
         "actor": cause.actor.to_string(),
         "names": names.as_ref().map(|n| n.join(",")),
         "client": cause.client.0,
-        "detail": format!("kind={}", widget.kind),
+        "detail": super::create::created_detail(widget),
         "bucket": bucket,
         // What the guard checks the names stored against, for a kind
         // that reads them (`Kind::born_ahead`).
@@ -87,7 +82,6 @@ pub(super) async fn write(
         row,
         last_lock: Some(seal::SEAL_LOCK),
         before_commit: Some(chain_written),
-        after: None,
     };
     Ok(state.db.write_grouped(work).await?)
 }
