@@ -196,7 +196,7 @@ pub async fn append_into(
     row.hash = row.compute_hash(&prev_hash);
     row.prev_hash = prev_hash;
     let head = (row.id, row.hash.clone());
-    script.push("audit", &chained_insert(1), |v| bind_chained(v, row));
+    script.push("audit", CHAINED_INSERT, |v| bind_chained(v, row));
     script.then(move |tx| {
         if let Some(memo) = tx.memo() {
             memo.set_audit_head(head.0, head.1);
@@ -205,51 +205,55 @@ pub async fn append_into(
     Ok(())
 }
 
-/// Writes chained rows in statements of a few fixed sizes (each size one
-/// prepared statement): 45 rows are 4 statements (32, 8, 4 and 1), not 45.
+/// Writes chained rows (PostgreSQL's: the sealer's and a group's) in one
+/// statement whatever their number, the rows given as one JSON array, so
+/// that one prepared statement serves every count and the chain's turn
+/// (`seal.rs`) holds one round trip for the insert.
 async fn insert_chained(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
-    let mut rows = rows.into_iter();
-    for size in chunk_sizes(rows.len()) {
-        let chunk: Vec<AuditRow> = rows.by_ref().take(size).collect();
-        let mut script = Script::new(Dialect::of(conn));
-        script.push("audit", &chained_insert(size), |v| {
-            for row in chunk {
-                bind_chained(v, row);
-            }
-        });
-        script.run_on(conn).await?;
+    use base64::Engine as _;
+    if rows.is_empty() {
+        return Ok(());
     }
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            serde_json::json!({
+                "at": row.at,
+                "actor": row.actor,
+                "action": row.action,
+                "session_id": row.session_id,
+                "widget_id": row.widget_id,
+                "names": row.names,
+                "scope": row.scope,
+                "client_addr": row.client_addr,
+                "detail": row.detail,
+                "id": row.id,
+                "prev_hash": b64(&row.prev_hash),
+                "hash": b64(&row.hash),
+            })
+        })
+        .collect();
+    sqlx::query(
+        "INSERT INTO audit_log (at, actor, action, session_id, widget_id, names, scope, \
+         client_addr, detail, id, prev_hash, hash) \
+         SELECT at, actor, action, session_id, widget_id, names, scope, client_addr, detail, id, \
+                decode(prev_hash, 'base64'), decode(hash, 'base64') \
+         FROM json_to_recordset(CAST($1 AS JSON)) AS t(at BIGINT, actor TEXT, action TEXT, \
+              session_id TEXT, widget_id TEXT, names TEXT, scope TEXT, client_addr TEXT, \
+              detail TEXT, id BIGINT, prev_hash TEXT, hash TEXT) \
+         ORDER BY id",
+    )
+    .bind(serde_json::Value::Array(rows).to_string())
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
-/// `rows` split into the fewest parts of the sizes [`insert_chained`] uses.
-fn chunk_sizes(mut rows: usize) -> Vec<usize> {
-    const SIZES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
-    let mut sizes = Vec::new();
-    while rows > 0 {
-        let size = SIZES.into_iter().find(|&s| s <= rows).expect("1 fits");
-        sizes.push(size);
-        rows -= size;
-    }
-    sizes
-}
-
-/// Columns of a chained row, in the order [`bind_chained`] binds them.
-const CHAINED_COLUMNS: &str = "at, actor, action, session_id, widget_id, names, scope, client_addr, detail, id, prev_hash, hash";
-
-/// An insert of `rows` chained rows in one statement.
-fn chained_insert(rows: usize) -> String {
-    let values: Vec<String> = (0..rows)
-        .map(|r| {
-            let marks: Vec<String> = (1..=12).map(|c| format!("${}", r * 12 + c)).collect();
-            format!("({})", marks.join(", "))
-        })
-        .collect();
-    format!(
-        "INSERT INTO audit_log ({CHAINED_COLUMNS}) VALUES {}",
-        values.join(", ")
-    )
-}
+/// An insert of one chained row (SQLite's, as it is written).
+const CHAINED_INSERT: &str = "INSERT INTO audit_log (at, actor, action, session_id, widget_id, \
+     names, scope, client_addr, detail, id, prev_hash, hash) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// Binds what a row says, the part staged and chained alike.
 fn bind_entry(v: &mut Values<'_>, row: AuditRow) {
@@ -264,7 +268,8 @@ fn bind_entry(v: &mut Values<'_>, row: AuditRow) {
         .add(row.detail);
 }
 
-/// Binds a chained row: what it says, then its place in the chain.
+/// Binds a chained row: what it says, then its place in the chain (the
+/// columns of [`CHAINED_INSERT`], in order).
 fn bind_chained(v: &mut Values<'_>, mut row: AuditRow) {
     let (id, prev, hash) = (
         row.id,
@@ -362,25 +367,4 @@ pub async fn verify(conn: &mut AnyConnection) -> anyhow::Result<Result<Verified,
         rows: rows.len(),
         head,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chained_rows_go_in_few_statements_of_fixed_sizes() {
-        assert_eq!(chunk_sizes(0), Vec::<usize>::new());
-        assert_eq!(chunk_sizes(1), [1]);
-        assert_eq!(chunk_sizes(45), [32, 8, 4, 1]);
-        assert_eq!(chunk_sizes(500), [64, 64, 64, 64, 64, 64, 64, 32, 16, 4]);
-        assert_eq!(
-            chained_insert(2),
-            format!(
-                "INSERT INTO audit_log ({CHAINED_COLUMNS}) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12), \
-                 ($13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
-            )
-        );
-    }
 }

@@ -99,15 +99,17 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
     Ok(count)
 }
 
-/// Chains `rows` (their ids and hashes unset) after the chain's head,
-/// inside the caller's transaction, which holds [`SEAL_LOCK`] since before
-/// this reads the head: rows written so skip the staging table and the
-/// sealer, and take their places in the chain at their commit.
-pub async fn chain_on(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
-    let head: Option<(i64, Vec<u8>)> =
-        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
+/// Chains `rows` (their ids and hashes unset) after `head`, the chain's
+/// head as read inside the caller's transaction, which holds
+/// [`SEAL_LOCK`] since before that read (a group reads it with its
+/// statement, `widgets/grouped.rs`): rows written so skip the staging
+/// table and the sealer, and take their places in the chain at their
+/// commit.
+pub async fn chain_on(
+    conn: &mut AnyConnection,
+    head: Option<(i64, Vec<u8>)>,
+    rows: Vec<AuditRow>,
+) -> sqlx::Result<()> {
     super::insert_chained(conn, chain(head, rows)).await
 }
 

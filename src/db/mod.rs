@@ -38,7 +38,7 @@ use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::deferred::{Superseded, superseded};
-pub use self::pg_group::{BeforeCommit, Grouped};
+pub use self::pg_group::{BeforeCommit, Grouped, Seen};
 pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
 pub use self::url::DatabaseUrl;

@@ -16,10 +16,11 @@
 //!    last, so a group holding it never waits for a session);
 //! 3. the group's statement, given every row as one JSON array (`$1`,
 //!    each row with its index `i`), which writes the members it finds
-//!    right and returns their `i`: a member it leaves out was refused
+//!    right and returns their `i`, each with the row ([`Seen`]) it read
+//!    under the locks for what follows: a member it leaves out was refused
 //!    nothing yet, and its request makes its work again alone;
-//! 4. the work's [`Grouped::before_commit`] with the rows written (the
-//!    audit chain's rows);
+//! 4. the work's [`Grouped::before_commit`] with the rows written and
+//!    what the statement read (the audit chain's rows after its head);
 //! 5. `COMMIT`, then what follows the commit (telling the other daemons)
 //!    once for the group, before any member is answered.
 //!
@@ -56,16 +57,22 @@ const MOST: usize = 64;
 /// gathers what arrived meanwhile.
 const RUNNERS: usize = 2;
 
+/// A row `(id, hash)` that a group's statement read under the group's
+/// locks, in the second and third columns of each row it returns (NULLs
+/// for none): for creations, the audit chain's head, so that reading it
+/// takes no round trip of its own while the sealer's lock is held.
+pub type Seen = Option<(i64, Vec<u8>)>;
+
 /// Written in the group's transaction after its statement, given the rows
-/// it wrote.
+/// it wrote and what it read.
 pub type BeforeCommit =
-    for<'c> fn(&'c mut AnyConnection, Vec<Value>) -> BoxFuture<'c, sqlx::Result<()>>;
+    for<'c> fn(&'c mut AnyConnection, Vec<Value>, Seen) -> BoxFuture<'c, sqlx::Result<()>>;
 
 /// One request's share of a group.
 #[derive(Debug)]
 pub struct Grouped {
     /// The group's statement; only work with the same statement shares a
-    /// group.
+    /// group. It returns `(i, id, hash)` per member written ([`Seen`]).
     pub sql: &'static str,
     /// The session the work writes to, locked for the group.
     pub session: String,
@@ -290,10 +297,12 @@ async fn write_rows(
     .execute(&mut *tx)
     .await?;
     let text = Value::Array(rows.clone()).to_string();
-    let written: Vec<i64> = sqlx::query_scalar(sql)
-        .bind(text)
-        .fetch_all(&mut *tx)
-        .await?;
+    let returned: Vec<(i64, Option<i64>, Option<Vec<u8>>)> =
+        sqlx::query_as(sql).bind(text).fetch_all(&mut *tx).await?;
+    let seen = returned
+        .first()
+        .and_then(|(_, id, hash)| id.zip(hash.clone()));
+    let written: Vec<i64> = returned.into_iter().map(|(i, ..)| i).collect();
     if let Some(before_commit) = before_commit
         && !written.is_empty()
     {
@@ -303,7 +312,7 @@ async fn write_rows(
             .filter(|(i, _)| written.contains(&(*i as i64)))
             .map(|(_, row)| row)
             .collect();
-        before_commit(&mut tx, rows).await?;
+        before_commit(&mut tx, rows, seen).await?;
     }
     Ok((tx, written))
 }

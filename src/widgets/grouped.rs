@@ -11,7 +11,8 @@
 //! and its agent's bucket. Its audit row is chained in the group's own
 //! transaction, which holds the sealer's lock (taken after the sessions'),
 //! instead of staged and sealed after the commit: one commit per group,
-//! not two.
+//! not two. The chain's head is read by the group's statement, which
+//! starts after that lock is held.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -26,7 +27,7 @@ use super::kind::Loaded;
 use super::store::{self, WidgetRow};
 use crate::Core;
 use crate::audit::{Actor, AuditRow, seal};
-use crate::db::{Dialect, Grouped};
+use crate::db::{Dialect, Grouped, Seen};
 use crate::error::AppResult;
 use crate::limits::{self, PER_AGENT};
 
@@ -87,8 +88,13 @@ pub(super) async fn write(
 }
 
 /// The audit rows of the members written, chained in the group's
-/// transaction (`seal::chain_on`): those a creation alone would stage.
-fn chain_written(conn: &mut AnyConnection, rows: Vec<Value>) -> BoxFuture<'_, sqlx::Result<()>> {
+/// transaction after `head`, the chain's head as its statement read it
+/// (`seal::chain_on`): those a creation alone would stage.
+fn chain_written(
+    conn: &mut AnyConnection,
+    rows: Vec<Value>,
+    head: Seen,
+) -> BoxFuture<'_, sqlx::Result<()>> {
     let text = |row: &Value, key: &str| row[key].as_str().map(str::to_owned);
     let rows = rows
         .iter()
@@ -107,7 +113,7 @@ fn chain_written(conn: &mut AnyConnection, rows: Vec<Value>) -> BoxFuture<'_, sq
             hash: Vec::new(),
         })
         .collect();
-    Box::pin(seal::chain_on(conn, rows))
+    Box::pin(seal::chain_on(conn, head, rows))
 }
 
 /// The group's statement for a kind whose `born` reads `ahead_sql` (a
@@ -160,7 +166,8 @@ fn build(ahead_sql: Option<&str>) -> String {
            SELECT session_id, 'widget', 'agent', id, created_at FROM w), \
          e AS (INSERT INTO events (session_id, kind, payload, created_at) \
            SELECT sid, 'widget:created', payload, created FROM go) \
-         SELECT i FROM go",
+         SELECT go.i, head.id, head.hash FROM go \
+           LEFT JOIN (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) AS head ON true",
         columns = store::COLUMNS,
     )
 }
@@ -179,6 +186,8 @@ mod tests {
         assert!(names.contains(ahead) && names.contains("strpos"));
         // One placeholder: the rows.
         assert!(names.contains("$1") && !names.contains("$2"));
+        // The chain's head comes back with the members written.
+        assert!(plain.ends_with("ORDER BY id DESC LIMIT 1) AS head ON true"));
         assert!(names.contains("< 50"));
     }
 }
