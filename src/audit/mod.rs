@@ -211,6 +211,11 @@ pub async fn append_into(
 /// (`seal.rs`) holds one round trip for the insert.
 async fn insert_chained(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
     use base64::Engine as _;
+    debug_assert_eq!(
+        conn.backend_name(),
+        <sqlx::Postgres as sqlx::Database>::NAME,
+        "SQLite chains its rows as it writes them (CHAINED_INSERT)"
+    );
     if rows.is_empty() {
         return Ok(());
     }
