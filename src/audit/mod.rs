@@ -212,8 +212,8 @@ pub async fn append_into(
 async fn insert_chained(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
     use base64::Engine as _;
     debug_assert_eq!(
-        conn.backend_name(),
-        <sqlx::Postgres as sqlx::Database>::NAME,
+        Dialect::of(conn),
+        Dialect::Postgres,
         "SQLite chains its rows as it writes them (CHAINED_INSERT)"
     );
     if rows.is_empty() {
