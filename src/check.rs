@@ -10,11 +10,12 @@ use std::path::Path;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::crypto::{Keyring, MasterKey, MasterKeySource};
-use crate::db::{Backend, DB_FILE, DatabaseUrl, Db, integrity};
-use crate::progress::Progress;
-use crate::startup::load_master_key;
-use crate::{audit, auth, secrets, webhooks};
+use widgetd_domain::crypto::{Keyring, MasterKey, MasterKeySource};
+use widgetd_domain::db::{Backend, DB_FILE, DatabaseUrl, Db, integrity};
+use widgetd_domain::progress::Progress;
+use widgetd_domain::startup::load_master_key;
+use widgetd_domain::{audit, auth, secrets};
+use widgetd_notify::webhooks;
 
 /// Rows decrypted per batch (and per progress step).
 const BATCH: i64 = 500;
@@ -104,7 +105,7 @@ pub async fn run_with_key(
             db.close().await;
             result?
         }
-        Err(err) if crate::startup::is_damage(&err) => {
+        Err(err) if widgetd_domain::startup::is_damage(&err) => {
             let problem = format!("{err:#}");
             let summary = "not readable as a database".to_owned();
             vec![
@@ -269,7 +270,7 @@ async fn keyring_section(
     conn: &mut sqlx::AnyConnection,
     failed: &[i64],
     missing: &[(i64, i64)],
-    source: &crate::crypto::MasterKeySource,
+    source: &widgetd_domain::crypto::MasterKeySource,
 ) -> anyhow::Result<Section> {
     let status = Keyring::status(conn).await?;
     let ids: Vec<i64> = status.iter().map(|k| k.key_id).collect();
@@ -292,12 +293,15 @@ async fn keyring_section(
 /// User ids to names, so problems name people as operators know them.
 async fn owner_names(
     conn: &mut sqlx::AnyConnection,
-) -> anyhow::Result<HashMap<crate::ids::UserId, String>> {
+) -> anyhow::Result<HashMap<widgetd_domain::ids::UserId, String>> {
     let users = auth::list_users(conn).await?;
     Ok(users.into_iter().map(|u| (u.id, u.name)).collect())
 }
 
-fn owner(owners: &HashMap<crate::ids::UserId, String>, id: &crate::ids::UserId) -> String {
+fn owner(
+    owners: &HashMap<widgetd_domain::ids::UserId, String>,
+    id: &widgetd_domain::ids::UserId,
+) -> String {
     owners
         .get(id)
         .cloned()
@@ -308,7 +312,7 @@ async fn values_section(
     conn: &mut sqlx::AnyConnection,
     keyring: &Keyring,
     failed_keys: &[i64],
-    owners: &HashMap<crate::ids::UserId, String>,
+    owners: &HashMap<widgetd_domain::ids::UserId, String>,
 ) -> anyhow::Result<Section> {
     let mut progress = None;
     let (checked, bad) = secrets::check_values(conn, keyring, BATCH, |done, total| {
@@ -356,7 +360,7 @@ async fn webhooks_section(
     db: &Db,
     conn: &mut sqlx::AnyConnection,
     keyring: &Keyring,
-    owners: &HashMap<crate::ids::UserId, String>,
+    owners: &HashMap<widgetd_domain::ids::UserId, String>,
 ) -> anyhow::Result<Section> {
     if !db.has_table("webhook_endpoints").await? {
         return Ok(section(
@@ -398,7 +402,7 @@ async fn slack_section(
     keyring: &Keyring,
 ) -> anyhow::Result<Section> {
     let (checked, bad) = match db.has_table("slack_workspace").await? {
-        true => crate::slack::check_secrets(conn, keyring).await?,
+        true => widgetd_notify::slack::check_secrets(conn, keyring).await?,
         false => (0, Vec::new()),
     };
     let summary = match checked {

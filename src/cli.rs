@@ -16,8 +16,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::auth::Role;
-use crate::db::DatabaseUrl;
+use widgetd_domain::auth::Role;
+use widgetd_domain::db::DatabaseUrl;
+use widgetd_domain::sessions::Elicitation;
 
 pub use checks::default_public_url;
 pub use commands::run;
@@ -176,7 +177,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WIDGETD_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// Tag that opens every resume prompt.
-    #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = crate::prompts::DEFAULT_TAG)]
+    #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = widgetd_domain::prompts::DEFAULT_TAG)]
     pub prompt_tag: String,
     /// Seconds a widget stays pending before it expires (default 7 days).
     #[arg(long, env = "WIDGETD_WIDGET_TTL_SECS", default_value_t = 7 * 24 * 3600)]
@@ -195,8 +196,8 @@ pub struct ServeArgs {
     /// client, which holds the agent token: only in sessions created with
     /// `"elicitation": "form"` or `"both"`), `both` or `off` (every answer
     /// in the transcript). Approvals are never answered in a form.
-    #[arg(long, env = "WIDGETD_ELICITATION", value_enum, default_value = "url")]
-    pub elicitation: crate::sessions::Elicitation,
+    #[arg(long, env = "WIDGETD_ELICITATION", value_parser = texts::<Elicitation>(Elicitation::TEXTS), default_value = "url")]
+    pub elicitation: Elicitation,
     /// Let webhooks go to loopback, private, link-local and other
     /// non-public addresses (refused by default: a member could otherwise
     /// reach services inside the daemon's network).
@@ -209,7 +210,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WIDGETD_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::forwarded::IpRange::parse)]
     pub trusted_proxies: Vec<crate::forwarded::IpRange>,
     /// For tests only: the Slack Web API's base URL (a loopback fake).
-    #[arg(long, env = "WIDGETD_SLACK_API_BASE", hide = true, default_value = crate::slack::API_BASE)]
+    #[arg(long, env = "WIDGETD_SLACK_API_BASE", hide = true, default_value = widgetd_notify::slack::API_BASE)]
     pub slack_api_base: String,
     /// Run the built-in demo agent: creates the user `demo` and a demo
     /// session and walks through each widget. Only on an empty data dir
@@ -223,7 +224,7 @@ pub enum UserCommand {
     /// Add a user. Without --password-stdin a random password is printed once.
     Add {
         name: String,
-        #[arg(long, value_enum, default_value = "member")]
+        #[arg(long, value_parser = texts::<Role>(Role::TEXTS), default_value = "member")]
         role: Role,
         /// Read the password from standard input (one line).
         #[arg(long)]
@@ -303,7 +304,7 @@ pub enum SessionCommand {
         )]
         public_url: String,
         /// Tag that opens the cancelled requests' resume prompts (as `serve`).
-        #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = crate::prompts::DEFAULT_TAG)]
+        #[arg(long, env = "WIDGETD_PROMPT_TAG", default_value = widgetd_domain::prompts::DEFAULT_TAG)]
         prompt_tag: String,
     },
     /// Revoke a session's agent token without archiving the session; with
@@ -506,4 +507,14 @@ pub struct ConnectArgs {
     /// Print `{"client", "session_id", "hooks", "files": [{"file", "format", "text"}]}`.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A domain enum read from one of its texts (`Role::TEXTS`), which
+/// `--help` lists.
+fn texts<T>(texts: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(texts).try_map(|text| text.parse::<T>())
 }

@@ -18,7 +18,7 @@ const HOOK_TIMEOUT_SECS: u64 = 300;
 
 /// Seconds Codex waits for one tool call: above the longest `wait_seconds`
 /// (Codex's own default, 60 s, would cut a waiting call short).
-pub const CODEX_TOOL_TIMEOUT_SECS: u64 = crate::widgets::MAX_WAIT_SECS + 30;
+pub const CODEX_TOOL_TIMEOUT_SECS: u64 = widgetd_domain::widgets::MAX_WAIT_SECS + 30;
 
 /// The tools whose calls the headless hooks bring to the browser: the ones
 /// Claude Code asks permission for, and every other MCP server's tools.

@@ -15,17 +15,17 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::audit::{Actor, ClientAddr};
-use crate::ids::{SessionId, UserId};
-use crate::transcript::{Role, add_message};
-use crate::widgets::approval::RequestApprovalInput;
-use crate::widgets::ask::AskUserInput;
-use crate::widgets::clarification::ClarificationInput;
-use crate::widgets::env_vars::RequestEnvVarsInput;
-use crate::widgets::{
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::ids::{SessionId, UserId};
+use widgetd_domain::transcript::{Role, add_message};
+use widgetd_domain::widgets::approval::RequestApprovalInput;
+use widgetd_domain::widgets::ask::AskUserInput;
+use widgetd_domain::widgets::clarification::ClarificationInput;
+use widgetd_domain::widgets::env_vars::RequestEnvVarsInput;
+use widgetd_domain::widgets::{
     self, Approval, AskUser, Cause, Clarification, Created, EnvVars, Request, WidgetStatus,
 };
-use crate::{Core, auth, prompts, sessions};
+use widgetd_domain::{Core, auth, prompts, sessions};
 
 /// The demo user's name.
 pub const DEMO_USER: &str = "demo";
@@ -35,7 +35,7 @@ pub const DEMO_TITLE: &str = "Demo: a tour of widgetd (built-in demo agent)";
 const PATIENCE: Duration = Duration::from_secs(24 * 3600);
 
 /// Whether this data dir may run the demo: no users yet, or only `demo`.
-pub async fn check_data_dir(db: &crate::db::Db) -> anyhow::Result<()> {
+pub async fn check_data_dir(db: &widgetd_domain::db::Db) -> anyhow::Result<()> {
     let names: Vec<String> = sqlx::query_scalar("SELECT name FROM users")
         .fetch_all(&db.read)
         .await?;

@@ -130,18 +130,14 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> IpAd
 /// Replaces the request's peer address with the client's when the peer is
 /// a trusted proxy, for every extractor that reads it (`ClientAddr`).
 pub async fn resolve_client(
-    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    if !state.settings.trusted_proxies.is_empty()
+    if !state.config.trusted_proxies.is_empty()
         && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>()
     {
-        let client = client_ip(
-            peer.ip(),
-            request.headers(),
-            &state.settings.trusted_proxies,
-        );
+        let client = client_ip(peer.ip(), request.headers(), &state.config.trusted_proxies);
         let rewritten = SocketAddr::new(client, peer.port());
         request.extensions_mut().insert(ConnectInfo(rewritten));
     }

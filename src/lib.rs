@@ -1,129 +1,52 @@
-//! widgetd: lets AI agents ask people for input through inline widgets, and
-//! keeps the secrets people type out of the model.
+//! widgetd's server: the HTTP API, the pages, MCP, the Slack and hook
+//! endpoints and the command line, over the domain crate
+//! (`widgetd_domain`) and the notifiers (`widgetd_notify`).
 //!
 //! `main.rs` is a thin CLI over this library; tests use the same [`app`] and
 //! [`serve`] on their own listener.
 
-pub mod access;
 pub mod api;
-pub mod audit;
-pub mod auth;
+pub mod cards;
 pub mod check;
 pub mod cli;
-pub mod clock;
 pub mod connect;
-pub mod core;
-pub mod crypto;
-pub mod db;
 pub mod demo;
 pub mod error;
-pub mod events;
 pub mod exec;
 pub mod forwarded;
 pub mod hooks;
 pub mod host;
 pub mod icons;
-pub mod ids;
-pub mod input;
-pub mod limits;
 mod listen;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod ops;
-pub mod progress;
-pub mod prompts;
 pub mod restore;
-pub mod secrets;
-pub mod sessions;
-pub mod slack;
-pub mod startup;
+pub mod settings;
+pub mod state;
 pub mod stream_limits;
-#[cfg(test)]
-mod testing;
-pub mod transcript;
 pub mod web;
-pub mod webhooks;
-pub mod widgets;
 
 use std::future::Future;
-use std::ops::Deref;
-use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
+use widgetd_domain::ids;
 
-use crate::core::host_name;
-pub use crate::core::{Core, Settings};
-use crate::crypto::Keyring;
-use crate::db::Db;
-
-/// Everything a request handler may use: the domain's [`Core`] (which
-/// `Inner` derefs to, so `state.db` and `&state` as `&Core` work) and what
-/// only the HTTP layer keeps.
-pub struct Inner {
-    /// What the domain (widgets, sessions, secrets, …) works with.
-    pub core: Arc<Core>,
-    pub metrics: ops::Metrics,
-    /// Agent tokens waiting to be shown once after a redirect.
-    pub shown_once: web::ShownOnce,
-    /// Open event streams and long-polls, capped per caller and address.
-    pub open_streams: stream_limits::OpenStreams,
-}
-
-impl Deref for Inner {
-    type Target = Core;
-    fn deref(&self) -> &Core {
-        &self.core
-    }
-}
-
-/// Shared, cheaply cloned application state of the HTTP layer.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-impl AppState {
-    pub fn new(db: Db, keyring: Keyring, settings: Settings) -> Self {
-        Self::from(Arc::new(Core::new(db, keyring, settings)))
-    }
-}
-
-impl From<Arc<Core>> for AppState {
-    fn from(core: Arc<Core>) -> Self {
-        Self(Arc::new(Inner {
-            core,
-            metrics: ops::Metrics::default(),
-            shown_once: web::ShownOnce::default(),
-            open_streams: stream_limits::OpenStreams::default(),
-        }))
-    }
-}
-
-impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
+pub use crate::settings::Settings;
+use crate::settings::host_name;
+pub use crate::state::AppState;
 
 /// The whole HTTP application.
 pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(ops::router())
-        .merge(sessions::api::router())
-        .merge(secrets::api::router())
-        .merge(widgets::api::router())
-        .merge(prompts::api::router())
-        .merge(events::api::router())
-        .merge(transcript::api::router())
+        .merge(api::router())
         .merge(hooks::router())
         .merge(web::router())
-        .merge(webhooks::api::router())
-        .merge(webhooks::page::router())
-        .merge(slack::page::router())
-        .merge(slack::interact::router())
         .layer(web::session_layer(&state))
         .merge(mcp::router(&state))
         .layer(axum::middleware::from_fn_with_state(
@@ -165,7 +88,7 @@ async fn check_host(
     let probe = matches!(request.uri().path(), "/healthz" | "/readyz");
     match host {
         _ if probe => next.run(request).await,
-        Some(host) if !host_allowed(&state.settings.mcp_allowed_hosts, host) => {
+        Some(host) if !host_allowed(&state.config.mcp_allowed_hosts, host) => {
             let body = serde_json::json!({ "error": { "code": "unknown_host",
                 "message": "this daemon does not answer to that host name; use its public URL (or add the name with --mcp-allowed-hosts)" } });
             (
@@ -237,10 +160,9 @@ async fn security_headers(mut response: Response) -> Response {
 /// in-flight requests finish.
 pub async fn serve(
     listener: TcpListener,
-    state: impl Into<AppState>,
+    state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let state = state.into();
     let hub = state.hub.clone();
     let woken = hub.clone();
     let follower = state.db.follow_changes(move |session| match session {

@@ -98,7 +98,7 @@ where
         let mut line = Map::new();
         line.insert(
             "timestamp".into(),
-            crate::clock::rfc3339(crate::clock::now_ms()).into(),
+            widgetd_domain::clock::rfc3339(widgetd_domain::clock::now_ms()).into(),
         );
         line.insert("level".into(), meta.level().as_str().into());
         line.insert("target".into(), meta.target().into());

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::db::stats::{COMMIT_BUCKETS, WRITES};
+use widgetd_domain::db::stats::{COMMIT_BUCKETS, WRITES};
 
 /// Upper bounds of the request latency buckets, in seconds.
 pub const BUCKETS: [f64; 15] = [
@@ -245,9 +245,9 @@ fn render_writes(out: &mut String) {
         out,
         "widgetd_auth_epoch_reads_total",
         "Reads of the auth epoch (on PostgreSQL with the snapshot stamp), each shared by the requests waiting on it.",
-        crate::auth::cache::epoch_reads(),
+        widgetd_domain::auth::cache::epoch_reads(),
     );
-    let (guessed, refused) = crate::widgets::optimistic::counts();
+    let (guessed, refused) = widgetd_domain::widgets::optimistic::counts();
     counter(
         out,
         "widgetd_creations_guessed_total",

@@ -14,13 +14,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use crate::AppState;
-use crate::auth::{Principal, Role};
-use crate::db::stats::WRITES;
-use crate::error::{AppError, AppResult, ErrorCode};
+use crate::error::{ErrorCode, WebResult};
 pub use crate::metrics::Metrics;
 use crate::metrics::{gauge, label};
+use crate::state::AppState;
 use crate::stream_limits::Waited;
+use widgetd_domain::Error;
+use widgetd_domain::auth::{Principal, Role};
+use widgetd_domain::db::stats::WRITES;
 
 /// Event streams open right now.
 static OPEN_STREAMS: AtomicU64 = AtomicU64::new(0);
@@ -77,7 +78,7 @@ pub async fn measure(State(state): State<AppState>, request: Request, next: Next
             .map_or("-", |c| c.0.as_str());
         state.metrics.refused(status.as_u16(), code);
         if code == "storage_unavailable" {
-            crate::db::stats::WRITES.failed();
+            widgetd_domain::db::stats::WRITES.failed();
         }
         let status = status.as_u16();
         if route == "/login" && status == 401 {
@@ -159,8 +160,11 @@ async fn check_ready(State(state): State<AppState>) -> Response {
 /// SQLite a 64 KiB row added and removed (enough pages that a full disk
 /// refuses it, not a page the log could reuse); on PostgreSQL an update
 /// that changes no value.
-async fn probe_write(state: &crate::Core, tx: &mut crate::db::WriteTx) -> sqlx::Result<()> {
-    if state.db.backend() == crate::db::Backend::Postgres {
+async fn probe_write(
+    state: &widgetd_domain::Core,
+    tx: &mut widgetd_domain::db::WriteTx,
+) -> sqlx::Result<()> {
+    if state.db.backend() == widgetd_domain::db::Backend::Postgres {
         sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
             .execute(&mut **tx)
             .await?;
@@ -179,15 +183,15 @@ async fn probe_write(state: &crate::Core, tx: &mut crate::db::WriteTx) -> sqlx::
 }
 
 /// `GET /metrics`: for an API token of an admin.
-async fn read_metrics(State(state): State<AppState>, principal: Principal) -> AppResult<Response> {
+async fn read_metrics(State(state): State<AppState>, principal: Principal) -> WebResult<Response> {
     match principal {
         Principal::User {
             role: Role::Admin, ..
         } => {}
         _ => {
-            return Err(AppError::Forbidden(
+            return Err(Error::Forbidden(
                 "/metrics takes an API token of an admin (`widgetd token create --user ADMIN --scope sessions`)".into(),
-            ));
+            ).into());
         }
     }
     let mut conn = state.db.read.acquire().await?;

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::check::{self, Report};
-use crate::crypto::{MASTER_KEY_FILE, MasterKey, MasterKeySource};
-use crate::db::{DB_FILE, DatabaseUrl};
-use crate::startup::{MASTER_KEY_ENV, create_dir_private, load_master_key};
+use widgetd_domain::crypto::{MASTER_KEY_FILE, MasterKey, MasterKeySource};
+use widgetd_domain::db::{DB_FILE, DatabaseUrl};
+use widgetd_domain::startup::{MASTER_KEY_ENV, create_dir_private, load_master_key};
 
 /// What to restore, where, and with which key.
 pub struct RestoreOptions<'a> {
@@ -42,7 +42,7 @@ pub async fn run(options: RestoreOptions<'_>) -> anyhow::Result<Report> {
         backup.display()
     );
     create_dir_private(dir)?;
-    let _lock = crate::startup::lock_data_dir(dir, true)?.with_context(|| {
+    let _lock = widgetd_domain::startup::lock_data_dir(dir, true)?.with_context(|| {
         format!(
             "widgetd is running on {} (or a command is using it): stop it first, or restore \
              into a new data dir and start widgetd there",
@@ -172,7 +172,7 @@ fn remove_staged(staged: &Path) {
 /// Renames the present database files to `widgetd.db.before-restore-MS`
 /// (with `-wal`, `-shm`), so they still open together.
 fn move_aside(dir: &Path, existing: &[PathBuf]) -> anyhow::Result<()> {
-    let stamp = crate::clock::now_ms();
+    let stamp = widgetd_domain::clock::now_ms();
     for path in existing {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let suffix = name.strip_prefix(DB_FILE).unwrap_or_default();

@@ -17,11 +17,12 @@ use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::AppState;
-use crate::audit::ClientAddr;
-use crate::auth::Principal;
-use crate::error::{AppError, AppResult};
-use crate::ids::UserId;
+use crate::error::WebResult;
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::audit::ClientAddr;
+use widgetd_domain::auth::Principal;
+use widgetd_domain::ids::UserId;
 
 /// Open event streams and long-polls per caller. A page opens one stream
 /// per tab; a host one long-poll per session it hosts, and one person may
@@ -46,19 +47,20 @@ pub struct StreamSlot {
 impl OpenStreams {
     /// Takes a place for `caller` (e.g. `user:ID`, `agent:SESSION`) from
     /// `address`; `429 too_many_streams` if either is at its cap.
-    pub fn open(&self, caller: String, address: Option<&str>) -> AppResult<StreamSlot> {
+    pub fn open(&self, caller: String, address: Option<&str>) -> WebResult<StreamSlot> {
         let address = format!("addr:{}", address.unwrap_or("unknown"));
         let mut counts = self.counts.lock().expect("stream counts lock");
         let caller_open = counts.get(&caller).copied().unwrap_or(0);
         let address_open = counts.get(&address).copied().unwrap_or(0);
         if caller_open >= PER_CALLER || address_open >= PER_ADDRESS {
-            return Err(AppError::TooMany {
+            return Err(Error::TooMany {
                 code: "too_many_streams",
                 message: format!(
                     "too many event streams and long-polls are open (at most {PER_CALLER} per \
                      caller and {PER_ADDRESS} per address); close one, or wait for one to end"
                 ),
-            });
+            }
+            .into());
         }
         *counts.entry(caller.clone()).or_default() += 1;
         *counts.entry(address.clone()).or_default() += 1;
@@ -201,7 +203,7 @@ async fn recheck(state: &AppState, token: &secrecy::SecretString) -> Result<Prin
         .auth_cache
         .arrival(Principal::resolve(state, token.expose_secret()))
         .await
-        .map_err(IntoResponse::into_response)
+        .map_err(|err| crate::error::WebError::from(err).into_response())
 }
 
 /// Whose cap a stream counts against: a user (any of their tokens and

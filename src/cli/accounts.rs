@@ -8,11 +8,11 @@ use zeroize::Zeroizing;
 
 use super::commands::operator_audit;
 use super::{TokenCommand, UserCommand};
-use crate::audit::Entry;
-use crate::auth::{self, passwords, tokens::TokenScopes};
-use crate::clock;
-use crate::ids::TokenId;
-use crate::startup::DataDir;
+use widgetd_domain::audit::Entry;
+use widgetd_domain::auth::{self, passwords, tokens::TokenScopes};
+use widgetd_domain::clock;
+use widgetd_domain::ids::TokenId;
+use widgetd_domain::startup::DataDir;
 
 /// A password from stdin (one line, the newline removed) or a generated one.
 fn password_from(stdin: bool) -> anyhow::Result<(SecretString, bool)> {

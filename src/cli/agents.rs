@@ -11,7 +11,7 @@ use super::{ConnectArgs, HostArgs};
 use crate::connect::{self, Client};
 use crate::exec;
 use crate::host::{self as agent_host, HostOptions};
-use crate::ids::SessionId;
+use widgetd_domain::ids::SessionId;
 
 /// `widgetd host`: the token from `--token`/`WIDGETD_TOKEN` or a file, the
 /// first prompt from `--prompt` or standard input.

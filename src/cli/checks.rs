@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 
 use super::{Cli, Command};
-use crate::db::DatabaseUrl;
+use widgetd_domain::db::DatabaseUrl;
 
 impl Cli {
     /// Parses the command line (exiting with clap's message on an error),
@@ -48,7 +48,7 @@ impl Cli {
             Some(_) => true,
         };
         let database = match &self.database_url {
-            None => self.data_dir.join(crate::db::DB_FILE),
+            None => self.data_dir.join(widgetd_domain::db::DB_FILE),
             Some(DatabaseUrl::Sqlite(path)) => path.clone(),
             // The data dir holds only the key file; PostgreSQL says itself
             // whether it holds data.

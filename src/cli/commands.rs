@@ -12,13 +12,16 @@ use super::{
     AuditCommand, Cli, Command, DbCommand, EnvCommand, KeysCommand, ServeArgs, SessionCommand,
     TokenCommand, UserCommand,
 };
-use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::auth::{self, Role, passwords};
-use crate::db::{DB_FILE, DatabaseUrl};
 use crate::exec::{self, ExecOptions};
-use crate::startup::{self, DataDir};
 use crate::web::DbSessionStore;
-use crate::{Core, Settings, widgets};
+use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::auth::{self, Role, passwords};
+use widgetd_domain::db::{DB_FILE, DatabaseUrl};
+use widgetd_domain::startup::{self, DataDir};
+use widgetd_domain::{Core, widgets};
+
+use crate::settings::Settings;
+use crate::state::AppState;
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -98,7 +101,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     db.close().await;
     result
         .map(|()| 0)
-        .map_err(|e| crate::startup::explain_damage(e, &url))
+        .map_err(|e| widgetd_domain::startup::explain_damage(e, &url))
 }
 
 /// The commands that work on an opened data dir.
@@ -188,29 +191,36 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     }
     let db = data.db.clone();
     let mut settings = Settings::new(public_url);
-    settings.prompt_tag = args.prompt_tag;
-    settings.elicitation = args.elicitation;
-    settings.webhooks_allow_private = args.webhooks_allow_private;
-    settings.trusted_proxies = args.trusted_proxies;
-    settings.slack_api_base = args.slack_api_base;
-    settings.widget_ttl_ms =
+    settings.domain.prompt_tag = args.prompt_tag;
+    settings.domain.elicitation = args.elicitation;
+    settings.domain.widget_ttl_ms =
         i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    settings.webhooks.allow_private = args.webhooks_allow_private;
+    settings.trusted_proxies = args.trusted_proxies;
+    settings.slack.api_base = args.slack_api_base;
     settings
         .mcp_allowed_hosts
         .extend(args.mcp_allowed_hosts.into_iter().filter(|h| !h.is_empty()));
-    let state = Arc::new(Core::new(data.db, data.keyring, settings));
+    let state = AppState::new(data.db, data.keyring, settings.clone());
+    let core = state.core.clone();
     // Stopped before the pool closes, so none of them meets a closed pool
     // (a webhook cut off mid-send stays due and is sent again later).
     let mut jobs = vec![
         tokio::spawn(background_jobs(
-            state.clone(),
+            core.clone(),
             Duration::from_secs(args.sweep_secs.max(1)),
         )),
-        tokio::spawn(crate::webhooks::delivery::run(state.clone())),
-        tokio::spawn(crate::slack::delivery::run(state.clone())),
+        tokio::spawn(widgetd_notify::webhooks::delivery::run(
+            core.clone(),
+            settings.webhooks,
+        )),
+        tokio::spawn(widgetd_notify::slack::delivery::run(
+            core.clone(),
+            settings.slack,
+        )),
     ];
     if args.demo {
-        jobs.push(start_demo(&state, &shown_dir).await?);
+        jobs.push(start_demo(&core, &shown_dir).await?);
     }
     tracing::info!(%addr, "serving");
     let served = crate::serve(listener, state, shutdown).await;
@@ -277,7 +287,7 @@ async fn background_jobs(state: Arc<Core>, every: Duration) {
 /// daemon staged but did not seal (it was killed between its commit and
 /// its seal; PostgreSQL only) join the chain.
 async fn sweep(state: &Core, sessions: &DbSessionStore) -> anyhow::Result<()> {
-    match crate::audit::seal::seal(&state.db.write).await {
+    match widgetd_domain::audit::seal::seal(&state.db.write).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(sealed = n, "sealed audit rows another daemon left staged"),
         Err(err) => {
@@ -293,7 +303,7 @@ async fn sweep(state: &Core, sessions: &DbSessionStore) -> anyhow::Result<()> {
         tracing::error!(error = %err, "deleting expired browser sessions failed");
     }
     let mut tx = state.db.begin_write().await?;
-    crate::limits::forget_idle(&mut tx).await?;
+    widgetd_domain::limits::forget_idle(&mut tx).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -358,7 +368,7 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 /// Records what an operator did at the command line: actor `cli`, no
 /// client address, never a value.
 pub(super) async fn operator_audit(
-    tx: &mut crate::db::WriteTx,
+    tx: &mut widgetd_domain::db::WriteTx,
     entry: Entry<'_>,
 ) -> anyhow::Result<()> {
     audit::append(tx, &Actor::Operator, &ClientAddr::default(), entry).await?;

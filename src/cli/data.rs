@@ -6,9 +6,9 @@ use std::path::Path;
 use anyhow::{Context, bail};
 
 use super::AuditCommand;
-use crate::clock;
-use crate::db::{DB_FILE, DatabaseUrl, Db};
-use crate::startup::DataDir;
+use widgetd_domain::clock;
+use widgetd_domain::db::{DB_FILE, DatabaseUrl, Db};
+use widgetd_domain::startup::DataDir;
 
 pub(super) async fn copy_database(
     from: &DatabaseUrl,
@@ -16,7 +16,7 @@ pub(super) async fn copy_database(
     json: bool,
 ) -> anyhow::Result<()> {
     eprintln!("copying {from} to {to}");
-    let copied = crate::db::copy::copy(from, to).await?;
+    let copied = widgetd_domain::db::copy::copy(from, to).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&copied)?);
         return Ok(());
@@ -125,7 +125,7 @@ pub(super) async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<(
                         .with_context(|| format!("--since takes an RFC 3339 time such as 2026-11-22T00:00:00Z, not `{t}`"))
                 })
                 .transpose()?;
-            let rows = crate::audit::list(&mut conn, since, session.as_deref()).await?;
+            let rows = widgetd_domain::audit::list(&mut conn, since, session.as_deref()).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -152,7 +152,7 @@ pub(super) async fn audit(data: &DataDir, cmd: AuditCommand) -> anyhow::Result<(
                 }
             }
         }
-        AuditCommand::Verify => match crate::audit::verify(&mut conn).await? {
+        AuditCommand::Verify => match widgetd_domain::audit::verify(&mut conn).await? {
             Ok(v) => println!(
                 "the audit log verifies: {} row(s), chain intact; head {}",
                 v.rows, v.head

@@ -7,11 +7,11 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 
 use super::SessionCommand;
-use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::ids::SessionId;
-use crate::startup::DataDir;
-use crate::widgets::{self, Cause};
-use crate::{Core, Settings, auth, clock, sessions};
+use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::ids::SessionId;
+use widgetd_domain::startup::DataDir;
+use widgetd_domain::widgets::{self, Cause};
+use widgetd_domain::{Core, Settings, auth, clock, sessions};
 
 pub async fn run(data: DataDir, cmd: SessionCommand) -> anyhow::Result<()> {
     match cmd {

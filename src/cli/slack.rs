@@ -7,9 +7,9 @@ use clap::Subcommand;
 use secrecy::SecretString;
 
 use super::commands::operator_audit;
-use crate::audit::Entry;
-use crate::slack::{self, Credentials};
-use crate::startup::DataDir;
+use widgetd_domain::audit::Entry;
+use widgetd_domain::startup::DataDir;
+use widgetd_notify::slack::{self, Credentials};
 
 #[derive(Debug, Subcommand)]
 pub enum SlackCommand {
@@ -77,7 +77,7 @@ pub(super) async fn run(data: &DataDir, cmd: SlackCommand) -> anyhow::Result<()>
             } else if let Some(at) = status.connected_at {
                 println!(
                     "connected since {}; {} people linked; {} messages not delivered",
-                    crate::clock::readable(at),
+                    widgetd_domain::clock::readable(at),
                     status.linked_people,
                     status.messages_not_delivered
                 );

@@ -9,13 +9,13 @@ use zeroize::Zeroizing;
 
 use super::commands::operator_audit;
 use super::{EnvCommand, KeysCommand};
-use crate::audit::Entry;
-use crate::auth::{self};
-use crate::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
-use crate::ids::SessionId;
-use crate::secrets::{self, EnvVarName, SecretValue, Target};
-use crate::sessions;
-use crate::startup::DataDir;
+use widgetd_domain::audit::Entry;
+use widgetd_domain::auth::{self};
+use widgetd_domain::crypto::{Keyring, MasterKey, MasterKeySource, rewrap_keyring};
+use widgetd_domain::ids::SessionId;
+use widgetd_domain::secrets::{self, EnvVarName, SecretValue, Target};
+use widgetd_domain::sessions;
+use widgetd_domain::startup::DataDir;
 
 fn target_of(session: Option<String>) -> anyhow::Result<Target> {
     match session {

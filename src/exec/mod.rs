@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub use mask::{MASK, MIN_MASKED_LEN, Masker};
 
-use crate::secrets::EnvVarName;
+use widgetd_domain::secrets::EnvVarName;
 
 /// What `exec` needs to know.
 pub struct ExecOptions {

@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 
-use crate::Core;
-use crate::audit::{Actor, ClientAddr};
-use crate::error::AppResult;
-use crate::ids::WidgetId;
-use crate::sessions::Session;
-use crate::widgets::approval::{self, ApprovalParams};
-use crate::widgets::{self, Answered, Approval, Cause, WidgetStatus};
+use crate::error::WebResult;
+use widgetd_domain::Core;
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::ids::WidgetId;
+use widgetd_domain::sessions::Session;
+use widgetd_domain::widgets::approval::{self, ApprovalParams};
+use widgetd_domain::widgets::{self, Answered, Approval, Cause, WidgetStatus};
 
 use super::output::Verdict;
 
@@ -35,7 +35,7 @@ pub async fn decide(
     wait: u64,
     actor: &Actor,
     client: &ClientAddr,
-) -> AppResult<Decided> {
+) -> WebResult<Decided> {
     let mut conn = state.db.read.acquire().await?;
     if approval::matching_rule(&mut conn, &session.creator_id, &session.id, &params)
         .await?
@@ -98,7 +98,7 @@ struct GiveUp {
 
 impl GiveUp {
     /// Ends the card; an answer that came first is returned instead.
-    async fn now(&mut self) -> AppResult<Option<widgets::WidgetView>> {
+    async fn now(&mut self) -> WebResult<Option<widgets::WidgetView>> {
         let Some(widget) = self.widget.take() else {
             return Ok(None);
         };
@@ -106,7 +106,7 @@ impl GiveUp {
             actor: &self.actor,
             client: &self.client,
         };
-        widgets::expire_unwaited(&self.state, &widget, STOPPED_WAITING, cause).await
+        Ok(widgets::expire_unwaited(&self.state, &widget, STOPPED_WAITING, cause).await?)
     }
 }
 

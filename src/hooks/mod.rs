@@ -16,17 +16,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use self::output::Event;
-use crate::AppState;
-use crate::access::{self, Need};
-use crate::audit::{Actor, ClientAddr};
-use crate::auth::Principal;
-use crate::error::{AppError, AppResult};
-use crate::input::{parse_json, parse_query};
-use crate::sessions::Session;
-use crate::transcript::{self, Role};
-use crate::widgets::api::respond::ack_when_sent;
-use crate::widgets::approval::{ApprovalParams, RequestApprovalInput};
-use crate::widgets::check_wait;
+use crate::api::widgets::respond::ack_when_sent;
+use crate::error::{WebError, WebResult};
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::access::{self, Need};
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::auth::Principal;
+use widgetd_domain::input::{parse_json, parse_query};
+use widgetd_domain::sessions::Session;
+use widgetd_domain::transcript::{self, Role};
+use widgetd_domain::widgets::approval::{ApprovalParams, RequestApprovalInput};
+use widgetd_domain::widgets::check_wait;
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
@@ -43,7 +44,7 @@ async fn check_claude_code_hook(
     State(state): State<AppState>,
     principal: Principal,
     Path(id): Path<String>,
-) -> AppResult<Json<Value>> {
+) -> WebResult<Json<Value>> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Act).await?;
     Ok(Json(json!({ "session_id": session.id, "ready": true })))
 }
@@ -77,19 +78,19 @@ struct WaitQuery {
 /// session's agent token, or its host).
 async fn answer_claude_code_hook(
     State(state): State<AppState>,
-    principal: Result<Principal, AppError>,
+    principal: Result<Principal, WebError>,
     client: ClientAddr,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     body: Bytes,
-) -> AppResult<Response> {
+) -> WebResult<Response> {
     let principal = match principal {
         Ok(principal) => principal,
         Err(err) => return refused(err, &body),
     };
     let session = match access::authorize(&state, (&principal).into(), &id, Need::Act).await {
         Ok(session) => session,
-        Err(err) => return refused(err, &body),
+        Err(err) => return refused(err.into(), &body),
     };
     let query = parse_query::<WaitQuery>(query.as_deref())?;
     let wait = check_wait(query.wait)?;
@@ -131,7 +132,7 @@ async fn answer_claude_code_hook(
 /// A hook call not tied to a session. A permission check must not fail
 /// quietly (Claude Code takes an HTTP error from a hook as "go on", and
 /// nobody would be asked): it gets a loud answer; anything else the error.
-fn refused(err: AppError, body: &[u8]) -> AppResult<Response> {
+fn refused(err: WebError, body: &[u8]) -> WebResult<Response> {
     match permission_event(body) {
         Some(event) => Ok(Json(event.unmatched(unmatched_why(&err))).into_response()),
         None => Err(err),
@@ -149,13 +150,13 @@ fn permission_event(body: &[u8]) -> Option<Event> {
 
 /// Why a hook call was not tied to a session, in words that say what to
 /// check; fixed texts, nothing of the request.
-fn unmatched_why(err: &AppError) -> &'static str {
-    match err {
-        AppError::Unauthenticated { .. } => {
+fn unmatched_why(err: &WebError) -> &'static str {
+    match err.domain() {
+        Some(Error::Unauthenticated { .. }) => {
             "the hook's bearer token is missing, unknown or revoked (is WIDGETD_AGENT_TOKEN set \
              in Claude Code's environment, to the session's current agent token?)."
         }
-        AppError::NotFound(_) => {
+        Some(Error::NotFound(_)) => {
             "the hook's URL names a session that this agent token does not belong to."
         }
         _ => "this token may not use this session's hooks.",
@@ -170,11 +171,11 @@ async fn tool_line(
     principal: &Principal,
     session: &Session,
     text: &str,
-) -> AppResult<()> {
+) -> WebResult<()> {
     let role = match principal {
         Principal::Agent { session_id } => {
             let mut tx = state.db.begin_write().await?;
-            crate::limits::take_agent(&mut tx, session_id).await?;
+            widgetd_domain::limits::take_agent(&mut tx, session_id).await?;
             tx.commit().await?;
             Role::Agent
         }
@@ -185,22 +186,23 @@ async fn tool_line(
 }
 
 /// The tool call as an approval request; validated like `request_approval`.
-fn tool_call(input: &HookInput, wait: u64, allow_edit: bool) -> AppResult<ApprovalParams> {
+fn tool_call(input: &HookInput, wait: u64, allow_edit: bool) -> WebResult<ApprovalParams> {
     let (Some(tool), Some(tool_input)) = (&input.tool_name, &input.tool_input) else {
-        return Err(AppError::BadRequest {
+        return Err(Error::BadRequest {
             code: "invalid_body",
             message: format!(
                 "`{}` needs `tool_name` and `tool_input`",
                 input.hook_event_name
             ),
-        });
+        }
+        .into());
     };
-    ApprovalParams::parse(&RequestApprovalInput {
+    Ok(ApprovalParams::parse(&RequestApprovalInput {
         tool: tool.clone(),
         input: tool_input.clone(),
         reason: None,
         wait_seconds: Some(wait),
         allow_edit,
         approvers: None,
-    })
+    })?)
 }

@@ -3,8 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::error::{AppError, AppResult};
-use crate::widgets::WidgetStatus;
+use widgetd_domain::widgets::WidgetStatus;
 
 /// The hook events widgetd answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,13 +15,13 @@ pub enum Event {
 }
 
 impl Event {
-    pub fn parse(name: &str) -> AppResult<Self> {
+    pub fn parse(name: &str) -> widgetd_domain::Result<Self> {
         match name {
             "PreToolUse" => Ok(Self::PreToolUse),
             "PermissionRequest" => Ok(Self::PermissionRequest),
             "Notification" => Ok(Self::Notification),
             "Stop" => Ok(Self::Stop),
-            _ => Err(AppError::invalid(
+            _ => Err(widgetd_domain::Error::invalid(
                 "unsupported_hook_event",
                 "`hook_event_name` must be PreToolUse, PermissionRequest, Notification or Stop",
             )),
@@ -207,7 +206,7 @@ mod tests {
         );
         assert!(matches!(
             Event::parse("SessionStart"),
-            Err(AppError::Invalid {
+            Err(widgetd_domain::Error::Invalid {
                 code: "unsupported_hook_event",
                 ..
             })

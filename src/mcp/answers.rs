@@ -15,8 +15,10 @@ use serde_json::{Value, json};
 use super::elicit;
 use super::inflight::CallKey;
 use super::tools::{AgentTools, caller, gone};
-use crate::error::{AppError, AppResult};
-use crate::widgets::{self, AnswerBody, Answerer, Created, Request, WidgetId, WidgetStatus};
+use widgetd_domain::widgets::{
+    self, AnswerBody, Answerer, Created, Request, WidgetId, WidgetStatus,
+};
+use widgetd_domain::{Error, Result};
 
 /// Longest an `elicitation/create` stays open in the client before it is
 /// withdrawn (the question stays open in the transcript).
@@ -36,12 +38,12 @@ impl AgentTools {
         handle: &str,
         responses: Option<InputResponses>,
         wait: u64,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
         let id = self
             .offers
             .take(&agent.session_id, R::NAME, handle)
-            .ok_or_else(|| AppError::BadRequest {
+            .ok_or_else(|| Error::BadRequest {
                 code: "invalid_request_state",
                 message: "`requestState` is not one this server offered to this call; call \
                           the tool again without it"
@@ -71,7 +73,7 @@ impl AgentTools {
         row: widgets::WidgetRow,
         response: Option<ElicitResult>,
         wait: u64,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
         let id = row.id.clone();
         let mut refused = None;
@@ -92,8 +94,8 @@ impl AgentTools {
             match widgets::submit(&self.state, &row, by, answer, &agent.client).await {
                 // Answered here, or in the transcript first: either way the
                 // widget ended, and its state is what this call returns.
-                Ok(_) | Err(AppError::WidgetNotPending(_)) => ended = true,
-                Err(err @ (AppError::Invalid { .. } | AppError::BadRequest { .. })) => {
+                Ok(_) | Err(Error::WidgetNotPending(_)) => ended = true,
+                Err(err @ (Error::Invalid { .. } | Error::BadRequest { .. })) => {
                     refused = Some(err)
                 }
                 Err(err) => return Err(err),
@@ -110,9 +112,8 @@ impl AgentTools {
         }
         let mut body = self.wait(ctx, pending, wait).await?;
         if let Some(err) = refused {
-            let (_, shown) = err.to_body();
             body["elicitation"] = json!({
-                "refused": shown["error"]["code"],
+                "refused": err.code(),
                 "message": "the answer given in the client was refused; the question stays open in the transcript",
             });
         }
@@ -131,7 +132,7 @@ impl AgentTools {
         created: Created,
         request: rmcp::model::ElicitRequestParams,
         wait: u64,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
         let url = matches!(
             request,

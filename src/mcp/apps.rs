@@ -39,11 +39,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::tools::{AgentTools, caller, parse_args, respond};
-use crate::error::{AppError, AppResult};
-use crate::sessions;
-use crate::widgets::card::{Vault, Viewer, render_widget};
-use crate::widgets::kind::AGENT_CLIENT_KINDS;
-use crate::widgets::{self, AnswerBody, Answerer, WidgetId, WidgetStatus};
+use crate::cards::{Vault, Viewer, render_widget};
+use widgetd_domain::sessions;
+use widgetd_domain::widgets::kind::AGENT_CLIENT_KINDS;
+use widgetd_domain::widgets::{self, AnswerBody, Answerer, WidgetId, WidgetStatus};
+use widgetd_domain::{Error, Result};
 
 /// The extension's identifier (SEP-1724 extension capabilities).
 pub(super) const EXTENSION: &str = "io.modelcontextprotocol/ui";
@@ -230,7 +230,10 @@ pub(super) async fn call(
 
 /// Whether the operator and the caller's session opted in to answers given
 /// in the agent's client (the setting form mode uses).
-async fn in_client_answers(tools: &AgentTools, agent: &crate::ids::SessionId) -> AppResult<bool> {
+async fn in_client_answers(
+    tools: &AgentTools,
+    agent: &widgetd_domain::ids::SessionId,
+) -> Result<bool> {
     let session = sessions::elicitation(&mut *tools.state.db.read.acquire().await?, agent).await?;
     Ok(session.and(tools.state.settings.elicitation).form())
 }
@@ -238,13 +241,13 @@ async fn in_client_answers(tools: &AgentTools, agent: &crate::ids::SessionId) ->
 /// A widget of the caller's session; any other is not found.
 async fn own_widget(
     tools: &AgentTools,
-    agent: &crate::ids::SessionId,
+    agent: &widgetd_domain::ids::SessionId,
     id: &str,
-) -> AppResult<widgets::WidgetRow> {
-    let id = WidgetId::parse(id).ok_or(AppError::NotFound("widget"))?;
+) -> Result<widgets::WidgetRow> {
+    let id = WidgetId::parse(id).ok_or(Error::NotFound("widget"))?;
     let row = widgets::get_widget(&mut *tools.state.db.read.acquire().await?, &id).await?;
     if &row.session_id != agent {
-        return Err(AppError::NotFound("widget"));
+        return Err(Error::NotFound("widget"));
     }
     Ok(row)
 }
@@ -257,7 +260,7 @@ async fn view(
     tools: &AgentTools,
     ctx: &RequestContext<RoleServer>,
     args: JsonObject,
-) -> AppResult<Value> {
+) -> Result<Value> {
     let agent = caller(ctx)?;
     let input: ViewInput = parse_args(args)?;
     let row = own_widget(tools, &agent.session_id, &input.widget_id).await?;
@@ -309,18 +312,18 @@ async fn answer(
     tools: &AgentTools,
     ctx: &RequestContext<RoleServer>,
     args: JsonObject,
-) -> AppResult<Value> {
+) -> Result<Value> {
     let agent = caller(ctx)?;
     let input: AnswerInput = parse_args(args)?;
     let row = own_widget(tools, &agent.session_id, &input.widget_id).await?;
     if !AGENT_CLIENT_KINDS.contains(&row.kind.as_str()) {
-        return Err(AppError::invalid(
+        return Err(Error::invalid(
             "not_answerable_here",
             "this request is answered only by the person, in widgetd's pages",
         ));
     }
     if !in_client_answers(tools, &agent.session_id).await? {
-        return Err(AppError::invalid(
+        return Err(Error::invalid(
             "in_client_answers_off",
             "answers in the agent's client are off for this session; answer in widgetd's \
              transcript (the operator's `--elicitation` and the session's `elicitation` must \
@@ -328,7 +331,7 @@ async fn answer(
         ));
     }
     if input.fields.len() > MAX_FIELDS {
-        return Err(AppError::invalid(
+        return Err(Error::invalid(
             "too_many_fields",
             "the answer has too many fields",
         ));

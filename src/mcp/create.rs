@@ -14,10 +14,10 @@ use serde_json::Value;
 use super::inflight::CallKey;
 use super::tools::{AgentTools, caller, gone, parse_args, respond, schema};
 use super::{Elicitation, elicit};
-use crate::audit::Actor;
-use crate::error::AppResult;
-use crate::sessions;
-use crate::widgets::{self, Cause, EnvVars, Request, WidgetId, WidgetStatus};
+use widgetd_domain::Result;
+use widgetd_domain::audit::Actor;
+use widgetd_domain::sessions;
+use widgetd_domain::widgets::{self, Cause, EnvVars, Request, WidgetId, WidgetStatus};
 
 impl AgentTools {
     /// Every widget tool: the arguments parsed and validated as the REST
@@ -30,7 +30,7 @@ impl AgentTools {
         ctx: &RequestContext<RoleServer>,
         args: JsonObject,
         retry: Retry,
-    ) -> AppResult<Reply> {
+    ) -> Result<Reply> {
         let mut args = args;
         let life = widgets::life::split(&mut args, self.state.settings.widget_ttl_ms)?;
         R::normalise(&mut args);
@@ -82,7 +82,7 @@ impl AgentTools {
     /// `initialize` of its MCP session. A client of an older protocol
     /// without an MCP session gets none: there is no way to send it a
     /// request (see `super::sessions`).
-    pub(super) async fn modes(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Elicitation> {
+    pub(super) async fn modes(&self, ctx: &RequestContext<RoleServer>) -> Result<Elicitation> {
         let reachable = modern(ctx) || caller(ctx)?.in_session;
         let declared = match ctx.client_capabilities().and_then(|c| c.elicitation) {
             Some(e) if reachable => Elicitation::from_flags(
@@ -108,7 +108,7 @@ impl AgentTools {
         &self,
         ctx: &RequestContext<RoleServer>,
         id: &WidgetId,
-    ) -> AppResult<Option<rmcp::model::ElicitRequestParams>> {
+    ) -> Result<Option<rmcp::model::ElicitRequestParams>> {
         let modes = self.modes(ctx).await?;
         if modes == Elicitation::Off {
             return Ok(None);
@@ -135,7 +135,7 @@ impl AgentTools {
         ctx: &RequestContext<RoleServer>,
         created: widgets::Created,
         wait: u64,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
         let key = CallKey::new(
             &agent.session_id,
@@ -188,7 +188,7 @@ impl From<Value> for Reply {
     }
 }
 
-pub(super) fn reply(result: AppResult<Reply>) -> CallToolResponse {
+pub(super) fn reply(result: Result<Reply>) -> CallToolResponse {
     match result {
         Ok(Reply::Input(input)) => CallToolResponse::InputRequired(input),
         Ok(Reply::Done(value)) => respond(Ok(value)).into(),

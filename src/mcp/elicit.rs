@@ -31,12 +31,12 @@
 use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
 use serde_json::{Value, json};
 
-use crate::widgets::WidgetRow;
-use crate::widgets::ask::AskParams;
-use crate::widgets::clarification::ClarificationParams;
-use crate::widgets::env_vars::EnvVarsParams;
-use crate::widgets::kind::AGENT_CLIENT_KINDS;
-use crate::widgets::typed::visible_controls;
+use widgetd_domain::widgets::WidgetRow;
+use widgetd_domain::widgets::ask::AskParams;
+use widgetd_domain::widgets::clarification::ClarificationParams;
+use widgetd_domain::widgets::env_vars::EnvVarsParams;
+use widgetd_domain::widgets::kind::AGENT_CLIENT_KINDS;
+use widgetd_domain::widgets::typed::visible_controls;
 
 /// The key of the one input request of an `input_required` result.
 pub(super) const INPUT_KEY: &str = "person";

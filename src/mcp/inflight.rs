@@ -8,7 +8,7 @@
 //! and sent, and a `notifications/cancelled` from the same session cancels
 //! the call it names. A call whose answer was handed over acknowledges the
 //! widget's prompt only once its response body has gone out whole and no
-//! cancellation came first (see `crate::widgets::delivery`).
+//! cancellation came first (see `widgetd_domain::widgets::delivery`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ids::SessionId;
-use crate::widgets::Answered;
+use widgetd_domain::ids::SessionId;
+use widgetd_domain::widgets::Answered;
 
 /// The key of one call: the agent's session and the JSON-RPC request id as
 /// JSON text (ids are strings or numbers; `1` and `"1"` are different ids).

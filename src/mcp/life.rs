@@ -1,7 +1,7 @@
 //! The tools of a widget's life (`get_widget_status`, `cancel_widget`,
 //! `list_pending_widgets`),
 //! the fields every creating tool shares in its schema (`expires_in_seconds`,
-//! `replaces`, see `crate::widgets::life`), and the tool names of other
+//! `replaces`, see `widgetd_domain::widgets::life`), and the tool names of other
 //! systems accepted as aliases of ours.
 
 use std::sync::Arc;
@@ -15,10 +15,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tools::{AgentTools, caller, parse_args, respond, schema};
-use crate::access::{self, Caller, Need};
-use crate::audit::Actor;
-use crate::error::{AppError, AppResult};
-use crate::widgets::{self, Cause, WidgetId, WidgetStatus, WidgetView, life};
+use widgetd_domain::access::{self, Caller, Need};
+use widgetd_domain::audit::Actor;
+use widgetd_domain::widgets::{self, Cause, WidgetId, WidgetStatus, WidgetView, life};
+use widgetd_domain::{Error, Result};
 
 /// Tool names of the systems widgetd's tools come from, accepted in
 /// `tools/call` as the tool they name here, and never listed by
@@ -82,9 +82,9 @@ impl AgentTools {
         &self,
         ctx: &RequestContext<RoleServer>,
         input: CancelInput,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
-        let id = WidgetId::parse(&input.widget_id).ok_or(AppError::NotFound("widget"))?;
+        let id = WidgetId::parse(&input.widget_id).ok_or(Error::NotFound("widget"))?;
         let reason = match input.reason {
             Some(raw) => widgets::typed::plain_text(&raw, &life::REASON)?,
             None => None,
@@ -101,7 +101,7 @@ impl AgentTools {
 
     /// `list_pending_widgets`: the pending widgets of the calling agent's
     /// session, newest first.
-    pub(super) async fn list_pending(&self, ctx: &RequestContext<RoleServer>) -> AppResult<Value> {
+    pub(super) async fn list_pending(&self, ctx: &RequestContext<RoleServer>) -> Result<Value> {
         let agent = caller(ctx)?;
         let mut conn = self.state.db.read.acquire().await?;
         let pending = WidgetStatus::Pending;
@@ -123,16 +123,16 @@ impl AgentTools {
         &self,
         ctx: &RequestContext<RoleServer>,
         widget_id: &str,
-    ) -> AppResult<Value> {
+    ) -> Result<Value> {
         let agent = caller(ctx)?;
-        let id = WidgetId::parse(widget_id).ok_or(AppError::NotFound("widget"))?;
+        let id = WidgetId::parse(widget_id).ok_or(Error::NotFound("widget"))?;
         let widget = widgets::read_widget(&self.state, &id).await?;
         // Another session's widget is reported missing, not forbidden, so an
         // agent cannot learn which ids exist elsewhere.
         let caller = Caller::Agent(&agent.session_id);
         access::authorize(&self.state, caller, widget.session_id.as_str(), Need::Watch)
             .await
-            .map_err(|_| AppError::NotFound("widget"))?;
+            .map_err(|_| Error::NotFound("widget"))?;
         let view = WidgetView::from(widget);
         Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
     }

@@ -24,7 +24,7 @@ mod scrub;
 mod sessions;
 mod tools;
 
-pub use crate::sessions::Elicitation;
+pub use widgetd_domain::sessions::Elicitation;
 
 use std::sync::Arc;
 
@@ -38,13 +38,14 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::AppState;
-use crate::audit::ClientAddr;
-use crate::auth::tokens::AGENT_TOKEN_PREFIX;
-use crate::error::{AppError, AppResult};
-use crate::ids::SessionId;
-use crate::widgets::api::respond;
-use crate::widgets::delivery;
+use crate::api::widgets::respond;
+use crate::error::WebResult;
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::audit::ClientAddr;
+use widgetd_domain::auth::tokens::AGENT_TOKEN_PREFIX;
+use widgetd_domain::ids::SessionId;
+use widgetd_domain::widgets::delivery;
 
 use inflight::{CallKey, InFlight, Message, Peek};
 use sessions::Sessions;
@@ -71,7 +72,7 @@ struct AgentSession {
     in_session: bool,
     /// When the request arrived: rmcp runs a tool in a task of its own,
     /// and the tool's auth checks count from here (`auth::cache`).
-    arrival: crate::auth::cache::Arrival,
+    arrival: widgetd_domain::auth::cache::Arrival,
 }
 
 /// What `/mcp` is made of: rmcp's service twice (stateless, and with MCP
@@ -92,7 +93,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let config = StreamableHttpServerConfig::default()
         .with_json_response(true)
         // rmcp checks `Host` against this list (DNS rebinding defence).
-        .with_allowed_hosts(state.settings.mcp_allowed_hosts.clone());
+        .with_allowed_hosts(state.config.mcp_allowed_hosts.clone());
     let stateless = {
         let server = server.clone();
         StreamableHttpService::new(
@@ -122,18 +123,15 @@ pub fn router(state: &AppState) -> Router<AppState> {
 /// that a cancellation reaches them (see [`inflight`]), and sends the
 /// request to the stateless service or, for a client that needs one, to
 /// its MCP session.
-async fn serve(
-    State(mcp): State<Arc<Mcp>>,
-    client: ClientAddr,
-    request: Request,
-) -> AppResult<Response> {
+async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> WebResult<Response> {
     let state = &mcp.state;
+    let client = crate::api::client_of(request.extensions());
     check_origin(state, request.headers())?;
     let session_id = agent_session(state, request.headers()).await?;
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| AppError::BadRequest {
+        .map_err(|_| Error::BadRequest {
             code: "body_unreadable",
             message: "the request body could not be read (is it over 4 MiB?)".into(),
         })?;
@@ -250,11 +248,11 @@ fn finish_when_sent(
 
 /// A browser sends `Origin`; only pages of this daemon may reach `/mcp` from
 /// one, so a site the user happens to visit cannot drive the agent's tools.
-fn check_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()> {
+fn check_origin(state: &AppState, headers: &HeaderMap) -> WebResult<()> {
     match headers.get(ORIGIN) {
-        Some(origin) if !same_daemon(origin.as_bytes(), state.settings.public_origin()) => Err(
-            AppError::Forbidden("requests to /mcp from another origin are refused".into()),
-        ),
+        Some(origin) if !same_daemon(origin.as_bytes(), state.settings.public_origin()) => {
+            Err(Error::Forbidden("requests to /mcp from another origin are refused".into()).into())
+        }
         _ => Ok(()),
     }
 }
@@ -291,8 +289,8 @@ fn same_daemon(origin: &[u8], public: &str) -> bool {
     }
 }
 
-fn unauthenticated(code: &'static str, message: &str) -> AppError {
-    AppError::Unauthenticated {
+fn unauthenticated(code: &'static str, message: &str) -> Error {
+    Error::Unauthenticated {
         code,
         message: message.to_owned(),
     }
@@ -301,7 +299,7 @@ fn unauthenticated(code: &'static str, message: &str) -> AppError {
 /// The session whose live agent token is in `Authorization: Bearer …`.
 /// API tokens are refused: they act for a user, and an agent's tools must
 /// stay inside one session.
-async fn agent_session(state: &AppState, headers: &HeaderMap) -> AppResult<SessionId> {
+async fn agent_session(state: &AppState, headers: &HeaderMap) -> WebResult<SessionId> {
     let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         unauthenticated(
             "missing_token",
@@ -322,12 +320,12 @@ async fn agent_session(state: &AppState, headers: &HeaderMap) -> AppResult<Sessi
         .map(str::trim)
         .filter(|t| t.starts_with(AGENT_TOKEN_PREFIX))
         .ok_or_else(invalid)?;
-    match crate::auth::Principal::resolve(state, token).await {
-        Ok(crate::auth::Principal::Agent { session_id }) => Ok(session_id),
-        Ok(crate::auth::Principal::User { .. }) | Err(AppError::Unauthenticated { .. }) => {
-            Err(invalid())
+    match widgetd_domain::auth::Principal::resolve(state, token).await {
+        Ok(widgetd_domain::auth::Principal::Agent { session_id }) => Ok(session_id),
+        Ok(widgetd_domain::auth::Principal::User { .. }) | Err(Error::Unauthenticated { .. }) => {
+            Err(invalid().into())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::auth::tokens;
-use crate::ids::{SessionId, WidgetId};
+use widgetd_domain::auth::tokens;
+use widgetd_domain::ids::{SessionId, WidgetId};
 
 /// How long an offer may be answered by a retry: as long as an MCP session
 /// may idle (a person thinking over a form), after which the question is

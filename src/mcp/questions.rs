@@ -10,7 +10,7 @@ use rmcp::{RoleServer, tool, tool_router};
 
 use super::create::{Retry, input_schema, reply};
 use super::tools::AgentTools;
-use crate::widgets::{Ask, AskUser, Clarification};
+use widgetd_domain::widgets::{Ask, AskUser, Clarification};
 
 #[tool_router(router = question_tools, vis = "pub(super)")]
 impl AgentTools {
@@ -66,7 +66,7 @@ impl AgentTools {
     /// (numbers as numbers, booleans as booleans). Never ask for secrets
     /// here: use `request_env_vars`. Returns and waits exactly like
     /// `ask_user`.
-    #[tool(input_schema = input_schema::<crate::widgets::Fields>())]
+    #[tool(input_schema = input_schema::<widgetd_domain::widgets::Fields>())]
     async fn ask_fields(
         &self,
         Parameters(args): Parameters<JsonObject>,
@@ -76,7 +76,7 @@ impl AgentTools {
     ) -> CallToolResponse {
         let retry = Retry { state, responses };
         reply(
-            self.create::<crate::widgets::Fields>(&ctx, args, retry)
+            self.create::<widgetd_domain::widgets::Fields>(&ctx, args, retry)
                 .await,
         )
     }

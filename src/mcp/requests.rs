@@ -10,7 +10,7 @@ use rmcp::{RoleServer, tool, tool_router};
 
 use super::create::{Retry, input_schema, reply};
 use super::tools::AgentTools;
-use crate::widgets::{Approval, EnvVars};
+use widgetd_domain::widgets::{Approval, EnvVars};
 
 #[tool_router(router = request_tools, vis = "pub(super)")]
 impl AgentTools {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 
-use crate::ids::SessionId;
+use widgetd_domain::ids::SessionId;
 
 /// Most MCP sessions one agent session keeps open at a time.
 pub(super) const MAX_PER_AGENT: usize = 8;

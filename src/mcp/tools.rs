@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use super::AgentSession;
 use super::offers::Offers;
-use crate::AppState;
-use crate::error::{AppError, AppResult};
-use crate::input::parse_value;
+use crate::state::AppState;
+use widgetd_domain::input::parse_value;
+use widgetd_domain::{Error, Result};
 
 /// The MCP server: one per request (stateless), sharing the app state and
 /// the tool router (built once, see [`router`]).
@@ -134,12 +134,12 @@ impl ServerHandler for AgentTools {
 
 /// Who is calling, as the `/mcp` middleware authenticated them; never taken
 /// from tool arguments.
-pub(super) fn caller(ctx: &RequestContext<RoleServer>) -> AppResult<&AgentSession> {
+pub(super) fn caller(ctx: &RequestContext<RoleServer>) -> Result<&AgentSession> {
     ctx.extensions
         .get::<Parts>()
         .and_then(|parts| parts.extensions.get::<AgentSession>())
         .ok_or_else(|| {
-            AppError::Internal(anyhow::anyhow!(
+            Error::Internal(anyhow::anyhow!(
                 "an MCP tool was called without an authenticated agent session"
             ))
         })
@@ -154,26 +154,38 @@ pub(super) fn schema<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
 /// A tool's arguments, parsed as a REST body is: a refusal is the
 /// documented `invalid_body` error naming the field path, never quoting
 /// what was sent (rmcp's own parsing would quote it).
-pub(super) fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> AppResult<T> {
+pub(super) fn parse_args<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T> {
     parse_value(Value::Object(args))
 }
 
 /// A wait that ended because its caller gave up; nobody reads this.
-pub(super) fn gone() -> AppError {
-    AppError::Conflict {
+pub(super) fn gone() -> Error {
+    Error::Conflict {
         code: "request_cancelled",
         message: "the caller cancelled the request; the answer stays queued as a prompt".into(),
     }
 }
 
-pub(super) fn respond(result: AppResult<Value>) -> CallToolResult {
+/// How MCP tells a domain error: a tool error (so the agent sees it and
+/// can fix its call) whose text is the REST API's
+/// `{"error":{"code","message"}}` body, so codes match across interfaces.
+/// Internal failures are logged and told generically, as over REST.
+pub(super) fn respond(result: Result<Value>) -> CallToolResult {
     match result {
         Ok(value) => CallToolResult::structured(value),
-        // A refusal as a tool error, so the agent sees it and can fix its
-        // call: the REST API's `{"error":{"code","message"}}` body, so codes
-        // match across interfaces.
-        Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_body().1.to_string())]),
+        Err(err) => CallToolResult::error(vec![ContentBlock::text(error_body(&err).to_string())]),
     }
+}
+
+/// The `{"error":{"code","message"}}` of a domain error, with the status a
+/// refused answer found (`widget_not_pending`).
+pub(super) fn error_body(err: &Error) -> Value {
+    let mut body =
+        serde_json::json!({ "error": { "code": err.code(), "message": err.public_message() } });
+    if let Some(current) = err.widget_status() {
+        body["error"]["status"] = serde_json::json!(current);
+    }
+    body
 }
 
 #[cfg(test)]

@@ -12,10 +12,11 @@ use tower_sessions::Session;
 
 use super::pages::{PageError, read_form, to_login};
 use super::{CurrentUser, check_csrf};
-use crate::AppState;
-use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::auth::{self, passwords};
-use crate::error::AppError;
+use crate::error::WebError;
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::auth::{self, passwords};
 
 type PageResult = Result<Response, PageError>;
 
@@ -28,9 +29,9 @@ struct PasswordPage {
     error: Option<(String, String)>,
 }
 
-fn page(user: &CurrentUser, error: Option<&AppError>) -> Response {
+fn page(user: &CurrentUser, error: Option<&Error>) -> Response {
     let error = error.map(|e| {
-        let (_, body) = e.to_body();
+        let (_, body) = crate::error::body_of(e);
         let text = |k: &str| body["error"][k].as_str().unwrap_or_default().to_owned();
         (text("code"), text("message"))
     });
@@ -78,7 +79,7 @@ pub async fn change_password_form(
     check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;
     if let Err(err) = change(&state, &user, &client, form).await {
         return match err {
-            AppError::Invalid { .. } => Ok(page(&user, Some(&err))),
+            WebError::Domain(err @ Error::Invalid { .. }) => Ok(page(&user, Some(&err))),
             err => Err(err.into()),
         };
     }
@@ -92,21 +93,21 @@ async fn change(
     user: &CurrentUser,
     client: &ClientAddr,
     form: PasswordForm,
-) -> Result<(), AppError> {
+) -> Result<(), WebError> {
     use secrecy::ExposeSecret;
     if form.new_password.expose_secret() != form.repeat_password.expose_secret() {
-        return Err(AppError::invalid(
+        return Err(WebError::invalid(
             "passwords_differ",
             "the new password and its repetition differ; type them again",
         ));
     }
     let (_, hash) = auth::find_user_with_hash(&mut *state.db.read.acquire().await?, &user.name)
         .await?
-        .ok_or(AppError::NotFound("user"))?;
+        .ok_or(Error::NotFound("user"))?;
     let current = form.current_password;
     let ok = passwords::verify_async(current, hash).await?;
     if !ok {
-        return Err(AppError::invalid(
+        return Err(WebError::invalid(
             "wrong_password",
             "the current password is not right; nothing was changed",
         ));

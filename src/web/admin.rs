@@ -13,17 +13,19 @@ use serde::Deserialize;
 
 use super::pages::{PageError, read_form};
 use super::{CurrentUser, check_csrf};
-use crate::audit::{self, Actor, AuditRow, ClientAddr, Entry};
-use crate::auth::{self, Role, User, passwords};
-use crate::error::{AppError, AppResult};
-use crate::{AppState, clock};
+use crate::error::{WebError, WebResult};
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::audit::{self, Actor, AuditRow, ClientAddr, Entry};
+use widgetd_domain::auth::{self, Role, User, passwords};
+use widgetd_domain::clock;
 
 type PageResult = Result<Response, PageError>;
 
-fn require_admin(user: &CurrentUser) -> AppResult<()> {
+fn require_admin(user: &CurrentUser) -> WebResult<()> {
     match user.role {
         Role::Admin => Ok(()),
-        Role::Member => Err(AppError::Forbidden("this page is for admins".into())),
+        Role::Member => Err(Error::Forbidden("this page is for admins".into()).into()),
     }
 }
 
@@ -46,7 +48,7 @@ struct UsersPage {
     error: Option<String>,
 }
 
-async fn users_page(state: &AppState, admin: &CurrentUser) -> AppResult<UsersPage> {
+async fn users_page(state: &AppState, admin: &CurrentUser) -> WebResult<UsersPage> {
     let users = auth::list_users(&mut *state.db.read.acquire().await?).await?;
     let users = users
         .into_iter()
@@ -64,7 +66,7 @@ async fn users_page(state: &AppState, admin: &CurrentUser) -> AppResult<UsersPag
     Ok(UsersPage {
         user: admin.name.clone(),
         csrf: admin.csrf.clone(),
-        is_admin: admin.role == crate::auth::Role::Admin,
+        is_admin: admin.role == widgetd_domain::auth::Role::Admin,
         users,
         new_password: None,
         error: None,
@@ -87,11 +89,11 @@ struct UserForm {
     role: Option<String>,
 }
 
-fn parse_role(role: Option<&str>) -> AppResult<Role> {
+fn parse_role(role: Option<&str>) -> WebResult<Role> {
     match role.unwrap_or_default() {
         "admin" => Ok(Role::Admin),
         "member" => Ok(Role::Member),
-        _ => Err(AppError::invalid(
+        _ => Err(WebError::invalid(
             "invalid_role",
             "a role is `admin` or `member`",
         )),
@@ -152,7 +154,7 @@ pub async fn change_user_form(
                     }
                 )
             }
-            _ => return Err(AppError::NotFound("action")),
+            _ => return Err(Error::NotFound("action").into()),
         };
         let audit_action = match action.as_str() {
             "add" => "user.add",
@@ -168,7 +170,7 @@ pub async fn change_user_form(
         };
         audit::append(&mut tx, &Actor::User(admin.id.clone()), &client, entry).await?;
         tx.commit().await?;
-        AppResult::Ok(shown)
+        WebResult::Ok(shown)
     };
     let mut page = users_page(&state, &admin).await?;
     match changed.await {
@@ -251,7 +253,7 @@ pub async fn view_audit_get(
             time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
                 .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
                 .map_err(|_| {
-                    AppError::invalid(
+                    WebError::invalid(
                         "invalid_since",
                         "`since` is an RFC 3339 time, e.g. 2026-11-22T00:00:00Z",
                     )
@@ -262,7 +264,7 @@ pub async fn view_audit_get(
     let chain = match filter.verify.is_some() {
         false => None,
         true => Some(
-            match audit::verify(&mut conn).await.map_err(AppError::Internal)? {
+            match audit::verify(&mut conn).await.map_err(Error::Internal)? {
                 Ok(v) => format!("The chain verifies: {} rows, head {}.", v.rows, v.head),
                 Err(broken) => format!("TAMPERING DETECTED: {broken}."),
             },
@@ -307,7 +309,7 @@ pub async fn view_audit_get(
     let page = AuditPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         rows,
         since: since.unwrap_or_default(),
         session: session.unwrap_or_default(),

@@ -12,13 +12,15 @@ use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
 
-use crate::audit::{self, Actor, ClientAddr, Entry};
-use crate::auth::{self, Role, passwords};
-use crate::crypto::random_bytes;
-use crate::error::{AppError, AppResult};
-use crate::ids::UserId;
+use crate::error::{WebError, WebResult};
+use crate::state::AppState;
 use crate::web::pages::LoginPage;
-use crate::{AppState, clock, limits};
+use widgetd_domain::Error;
+use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::auth::{self, Role, passwords};
+use widgetd_domain::crypto::random_bytes;
+use widgetd_domain::ids::UserId;
+use widgetd_domain::{clock, limits};
 
 const USER_KEY: &str = "user_id";
 const CSRF_KEY: &str = "csrf";
@@ -42,21 +44,21 @@ pub struct CurrentUser {
     pub csrf: String,
 }
 
-fn login_required() -> AppError {
-    AppError::Unauthenticated {
+fn login_required() -> Error {
+    Error::Unauthenticated {
         code: "login_required",
         message: "log in first (POST /login)".into(),
     }
 }
 
-fn session_error(e: impl std::fmt::Display) -> AppError {
-    AppError::Internal(anyhow::anyhow!("session store: {e}"))
+fn session_error(e: impl std::fmt::Display) -> Error {
+    Error::Internal(anyhow::anyhow!("session store: {e}"))
 }
 
 impl FromRequestParts<AppState> for CurrentUser {
-    type Rejection = AppError;
+    type Rejection = WebError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> WebResult<Self> {
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|(_, m)| session_error(m))?;
@@ -71,12 +73,12 @@ impl FromRequestParts<AppState> for CurrentUser {
             .unwrap_or(0);
         if clock::now_ms() - login_at > ABSOLUTE_TIMEOUT_MS {
             session.flush().await.map_err(session_error)?;
-            return Err(login_required());
+            return Err(login_required().into());
         }
         let user = auth::current_user(state, &user_id).await?;
         let Some(user) = user.filter(|u| !u.disabled) else {
             session.flush().await.map_err(session_error)?;
-            return Err(login_required());
+            return Err(login_required().into());
         };
         let csrf: String = session
             .get(CSRF_KEY)
@@ -95,7 +97,7 @@ impl FromRequestParts<AppState> for CurrentUser {
 
 /// Marks the session changed once per `TOUCH_EVERY_MS`, which saves it with
 /// a new expiry and sends the cookie again; other requests write nothing.
-async fn touch(session: &Session) -> AppResult<()> {
+async fn touch(session: &Session) -> WebResult<()> {
     let now = clock::now_ms();
     let touched_at: i64 = session
         .get(TOUCHED_AT_KEY)
@@ -112,20 +114,20 @@ async fn touch(session: &Session) -> AppResult<()> {
 }
 
 impl OptionalFromRequestParts<AppState> for CurrentUser {
-    type Rejection = AppError;
+    type Rejection = WebError;
 
     /// Not signed in is `None`.
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Option<Self>> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> WebResult<Option<Self>> {
         match <Self as FromRequestParts<AppState>>::from_request_parts(parts, state).await {
             Ok(user) => Ok(Some(user)),
-            Err(AppError::Unauthenticated { .. }) => Ok(None),
+            Err(WebError::Domain(Error::Unauthenticated { .. })) => Ok(None),
             Err(e) => Err(e),
         }
     }
 }
 
-fn forbidden(code: &'static str, message: &str) -> AppError {
-    AppError::Csrf {
+fn forbidden(code: &'static str, message: &str) -> WebError {
+    WebError::Csrf {
         code,
         message: message.to_owned(),
     }
@@ -138,7 +140,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Refuses a request a browser made for another site: `Sec-Fetch-Site`
 /// must be same-origin (or absent) and `Origin` ours (or absent). Guards
 /// the login form too, which has no session token yet.
-pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()> {
+pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> WebResult<()> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     origin_verdict(
         state.settings.public_origin(),
@@ -148,7 +150,7 @@ pub fn check_same_origin(state: &AppState, headers: &HeaderMap) -> AppResult<()>
 }
 
 /// [`check_same_origin`] on the two headers' values.
-fn origin_verdict(public: &str, site: Option<&str>, origin: Option<&str>) -> AppResult<()> {
+fn origin_verdict(public: &str, site: Option<&str>, origin: Option<&str>) -> WebResult<()> {
     if let Some(site) = site
         && !matches!(site, "same-origin" | "none")
     {
@@ -187,7 +189,7 @@ pub fn check_csrf(
     headers: &HeaderMap,
     user: &CurrentUser,
     token: Option<&str>,
-) -> AppResult<()> {
+) -> WebResult<()> {
     check_same_origin(state, headers)?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let token = token.or_else(|| header("x-csrf-token")).unwrap_or_default();
@@ -231,12 +233,11 @@ pub async fn login(
     client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
-) -> AppResult<Response> {
-    let form: LoginForm =
-        serde_urlencoded::from_bytes(&body).map_err(|_| AppError::BadRequest {
-            code: "invalid_form",
-            message: "send `username` and `password` as a form".into(),
-        })?;
+) -> WebResult<Response> {
+    let form: LoginForm = serde_urlencoded::from_bytes(&body).map_err(|_| Error::BadRequest {
+        code: "invalid_form",
+        message: "send `username` and `password` as a form".into(),
+    })?;
     let next = safe_next(form.next.as_deref()).to_owned();
     check_same_origin(&state, &headers)?;
     // No account has a longer name or password: refused before the limiter
@@ -347,7 +348,7 @@ pub async fn logout(
     client: ClientAddr,
     headers: HeaderMap,
     body: Bytes,
-) -> AppResult<Response> {
+) -> WebResult<Response> {
     let form: LogoutForm =
         serde_urlencoded::from_bytes(&body).unwrap_or(LogoutForm { csrf_token: None });
     check_csrf(&state, &headers, &user, form.csrf_token.as_deref())?;

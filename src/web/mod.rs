@@ -7,7 +7,9 @@ pub mod pages;
 mod session_settings;
 mod session_store;
 mod shown_once;
+mod slack;
 mod views;
+mod webhooks;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -19,10 +21,12 @@ pub use auth::{CurrentUser, check_csrf};
 pub use session_store::{DbSessionStore, id_hash};
 pub use shown_once::ShownOnce;
 
-use crate::AppState;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
+        .merge(webhooks::router())
+        .merge(slack::router())
         .route("/login", get(pages::view_login_get).post(auth::login))
         .route("/logout", post(auth::logout))
         .route("/api/v1/me", get(auth::me))

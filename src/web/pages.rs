@@ -16,10 +16,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::{CurrentUser, check_csrf};
-use crate::audit::{Actor, ClientAddr};
-use crate::error::{AppError, AppResult};
-use crate::sessions;
-use crate::{AppState, clock};
+use crate::error::{WebError, WebResult};
+use crate::state::AppState;
+use widgetd_domain::Error;
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::clock;
+use widgetd_domain::sessions;
 
 pub use settings::{
     delete_env_form, revoke_approval_form, set_env_form, view_settings_approvals_get,
@@ -31,11 +33,17 @@ pub use transcript_page::{
 };
 
 /// An error shown as a page, with the same status and message as the API.
-pub struct PageError(pub AppError);
+pub struct PageError(pub WebError);
 
-impl From<AppError> for PageError {
-    fn from(err: AppError) -> Self {
+impl From<WebError> for PageError {
+    fn from(err: WebError) -> Self {
         Self(err)
+    }
+}
+
+impl From<Error> for PageError {
+    fn from(err: Error) -> Self {
+        Self(err.into())
     }
 }
 
@@ -183,7 +191,7 @@ async fn sessions_page(
     state: &AppState,
     user: &CurrentUser,
     params: &ListParams,
-) -> AppResult<SessionsPage> {
+) -> WebResult<SessionsPage> {
     let search = params.q.clone().unwrap_or_default().trim().to_owned();
     let archived = params
         .archived
@@ -224,7 +232,7 @@ async fn sessions_page(
     Ok(SessionsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         sessions,
         archived,
         total,
@@ -257,11 +265,13 @@ struct NewSessionForm {
 }
 
 /// A urlencoded form body, refused without quoting it.
-pub fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> AppResult<T> {
-    serde_urlencoded::from_bytes(body).map_err(|_| AppError::BadRequest {
-        code: "invalid_form",
-        message: "the form could not be read; reload the page and try again".into(),
-    })
+pub fn read_form<T: serde::de::DeserializeOwned>(body: &[u8]) -> WebResult<T> {
+    Ok(
+        serde_urlencoded::from_bytes(body).map_err(|_| Error::BadRequest {
+            code: "invalid_form",
+            message: "the form could not be read; reload the page and try again".into(),
+        })?,
+    )
 }
 
 /// `POST /sessions`: creates a session, then redirects to its settings
@@ -279,12 +289,12 @@ pub async fn create_session_form(
     let title = sessions::parse_title(form.title.as_deref())?;
     let mut tx = state.db.begin_write().await?;
     let new = sessions::create_session(&mut tx, &user.id, title).await?;
-    let entry = crate::audit::Entry {
+    let entry = widgetd_domain::audit::Entry {
         action: "session.create",
         session: Some(&new.session.id),
         ..Default::default()
     };
-    crate::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
+    widgetd_domain::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
     tx.commit().await?;
     let id = new.session.id;
     state.shown_once.put(&user.id, &id, new.agent_token);
@@ -314,7 +324,7 @@ pub async fn static_file(Path(name): Path<String>) -> Response {
             "text/css; charset=utf-8",
         ),
         "app.js" => (APP_JS, "text/javascript; charset=utf-8"),
-        _ => return PageError(AppError::NotFound("file")).into_response(),
+        _ => return PageError(Error::NotFound("file").into()).into_response(),
     };
     ([(header::CONTENT_TYPE, mime)], body).into_response()
 }

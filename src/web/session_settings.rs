@@ -14,12 +14,13 @@ use serde::de::DeserializeOwned;
 
 use super::pages::{PageError, read_form, to_login};
 use super::{CurrentUser, check_csrf};
-use crate::access::{self, Caller, Need};
-use crate::audit::{Actor, ClientAddr};
-use crate::error::AppResult;
-use crate::sessions::{self, Session, Sharing};
-use crate::widgets::{Cause, archive_session};
-use crate::{AppState, clock};
+use crate::error::WebResult;
+use crate::state::AppState;
+use widgetd_domain::access::{self, Caller, Need};
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::clock;
+use widgetd_domain::sessions::{self, Session, Sharing};
+use widgetd_domain::widgets::{Cause, archive_session};
 
 type PageResult = Result<Response, PageError>;
 
@@ -48,8 +49,8 @@ struct SettingsPage {
 
 /// The session if `user` created it (404 for strangers, 403 for people it
 /// is shared with).
-async fn owned(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
-    access::authorize(state, Caller::Person(&user.id), id, Need::Share).await
+async fn owned(state: &AppState, user: &CurrentUser, id: &str) -> WebResult<Session> {
+    Ok(access::authorize(state, Caller::Person(&user.id), id, Need::Share).await?)
 }
 
 /// `GET /sessions/{id}/settings`.
@@ -71,7 +72,7 @@ pub async fn view_session_settings_get(
     let page = SettingsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         session_id: session.id.to_string(),
         title: session.title,
         created_at: clock::Stamp::from_ms(session.created_at),
@@ -104,7 +105,7 @@ async fn owned_form<T: DeserializeOwned>(
     id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> AppResult<(T, Session)> {
+) -> WebResult<(T, Session)> {
     let csrf: CsrfField = read_form(body)?;
     check_csrf(state, headers, user, csrf.csrf_token.as_deref())?;
     let form = read_form(body)?;

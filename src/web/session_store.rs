@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 
-use crate::db::Db;
+use widgetd_domain::db::Db;
 
 #[derive(Debug, Clone)]
 pub struct DbSessionStore {
@@ -22,7 +22,7 @@ impl DbSessionStore {
 
     /// Deletes expired sessions; returns how many.
     pub async fn delete_expired(&self) -> sqlx::Result<u64> {
-        let now = crate::clock::now_ms();
+        let now = widgetd_domain::clock::now_ms();
         let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
             .bind(now)
             .execute(&self.db.write)
@@ -99,7 +99,7 @@ impl SessionStore for DbSessionStore {
             "SELECT data, expires_at FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
         )
         .bind(id_hash(id))
-        .bind(crate::clock::now_ms())
+        .bind(widgetd_domain::clock::now_ms())
         .fetch_optional(&self.db.read)
         .await
         .map_err(backend)?;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
-use crate::ids::{SessionId, UserId};
+use widgetd_domain::ids::{SessionId, UserId};
 
 /// How long a token waits to be shown.
 pub const KEEP_FOR: Duration = Duration::from_secs(600);

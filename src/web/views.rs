@@ -1,14 +1,14 @@
 //! What the pages show, built from stored rows: transcript messages, and
-//! widget cards drawn by their kinds (`crate::widgets::card`). Nothing here
+//! widget cards drawn by their kinds (`widgetd_domain::widgets::card`). Nothing here
 //! ever holds a value.
 
-use crate::clock;
-use crate::error::AppResult;
-use crate::transcript::Message;
-use crate::widgets::card::{self, FormError, Viewer};
-use crate::widgets::{WidgetRow, WidgetStatus};
+use crate::cards::{FormError, Viewer};
+use crate::error::WebResult;
+use widgetd_domain::clock;
+use widgetd_domain::transcript::Message;
+use widgetd_domain::widgets::{WidgetRow, WidgetStatus};
 
-pub use crate::widgets::card::Vault;
+pub use crate::cards::Vault;
 
 /// Any widget in the transcript: its `<section>` attributes and, drawn by
 /// its kind, what is inside.
@@ -22,7 +22,7 @@ pub struct WidgetCard {
     /// Who ended it, how, and when: the person's turn in the conversation.
     pub answer: Option<Answer>,
     /// Withdrawn by its agent: why, and what replaced it.
-    pub withdrawn: Option<crate::widgets::life::Withdrawn>,
+    pub withdrawn: Option<widgetd_domain::widgets::life::Withdrawn>,
 }
 
 /// A person's answer to a widget, as a line of the conversation.
@@ -45,7 +45,7 @@ fn answer_of(widget: &WidgetRow) -> Option<Answer> {
     let by = |key: &str| {
         result[key]
             .as_str()
-            .map(crate::widgets::card::shown_answerer)
+            .map(widgetd_domain::widgets::badge::shown_answerer)
     };
     let (who, verb) = match widget.status {
         WidgetStatus::Dismissed => (by("dismissed_by")?, "dismissed"),
@@ -85,15 +85,15 @@ pub fn widget_card(
     widget: &WidgetRow,
     viewer: &Viewer<'_>,
     error: Option<&FormError>,
-) -> AppResult<WidgetCard> {
+) -> WebResult<WidgetCard> {
     Ok(WidgetCard {
         id: widget.id.to_string(),
         kind: widget.kind.clone(),
         status: widget.status.as_str(),
-        body: card::render_widget(widget, viewer, error)?,
+        body: crate::cards::render_widget(widget, viewer, error)?,
         asked: clock::Stamp::from_ms(widget.created_at),
         answer: answer_of(widget),
-        withdrawn: crate::widgets::life::withdrawn(widget),
+        withdrawn: widgetd_domain::widgets::life::withdrawn(widget),
     })
 }
 
@@ -103,7 +103,7 @@ pub fn entries(
     widgets: Vec<WidgetRow>,
     viewer: &Viewer<'_>,
     error: Option<(&str, &FormError)>,
-) -> AppResult<Vec<Entry>> {
+) -> WebResult<Vec<Entry>> {
     let mut widgets: std::collections::HashMap<String, WidgetRow> =
         widgets.into_iter().map(|w| (w.id.to_string(), w)).collect();
     let mut entries = Vec::with_capacity(messages.len());

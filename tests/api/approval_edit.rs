@@ -7,7 +7,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app, spawn_postgres_app};
 use crate::mcp::{call, connect, error_code, structured};

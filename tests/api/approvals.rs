@@ -788,7 +788,12 @@ async fn a_widget_of_an_unknown_kind_still_expires_without_holding_others_up() {
         .await
         .unwrap();
 
-    assert_eq!(widgetd::widgets::expire_due(&app.state).await.unwrap(), 2);
+    assert_eq!(
+        widgetd_domain::widgets::expire_due(&app.state)
+            .await
+            .unwrap(),
+        2
+    );
     let statuses: Vec<String> =
         sqlx::query_scalar("SELECT status FROM widgets ORDER BY expires_at")
             .fetch_all(&app.state.db.read)

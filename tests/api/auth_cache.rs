@@ -7,7 +7,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, TestApp, assert_error, scene, spawn_app, widgetd};
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};
@@ -190,8 +190,8 @@ async fn a_change_made_outside_a_request_counts_on_the_next_request() {
     let alice = app.user("alice", Role::Member).await;
     let (id, token) = {
         let mut conn = app.state.db.write.acquire().await.unwrap();
-        let scopes = widgetd::auth::tokens::TokenScopes::parse("sessions").unwrap();
-        let (id, token) = widgetd::auth::create_api_token(&mut conn, &alice.id, &scopes)
+        let scopes = widgetd_domain::auth::tokens::TokenScopes::parse("sessions").unwrap();
+        let (id, token) = widgetd_domain::auth::create_api_token(&mut conn, &alice.id, &scopes)
             .await
             .unwrap();
         (id, secrecy::ExposeSecret::expose_secret(&token).to_owned())
@@ -201,7 +201,7 @@ async fn a_change_made_outside_a_request_counts_on_the_next_request() {
     allowed_twice(&app, &path, &token).await;
     {
         let mut conn = app.state.db.write.acquire().await.unwrap();
-        widgetd::auth::revoke_api_token(&mut conn, &id)
+        widgetd_domain::auth::revoke_api_token(&mut conn, &id)
             .await
             .unwrap();
     }
@@ -209,12 +209,12 @@ async fn a_change_made_outside_a_request_counts_on_the_next_request() {
 }
 
 /// The CLI's change counts within the documented bound
-/// (`widgetd::auth::cache::POLL` after its commit) even while requests
+/// (`widgetd_domain::auth::cache::POLL` after its commit) even while requests
 /// keep the cache busy, so that the epoch is never read afresh for want
 /// of a recent read.
 #[tokio::test]
 async fn a_cli_change_counts_within_the_poll_bound_under_load() {
-    use widgetd::auth::cache::POLL;
+    use widgetd_domain::auth::cache::POLL;
     let app = spawn_app().await;
     let first = scene(&app, "alice").await;
     let id = app

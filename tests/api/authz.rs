@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, TestApp, spawn_app};
 

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use sqlx::{Connection, Executor, PgConnection};
 use tempfile::TempDir;
-use widgetd::db::DatabaseUrl;
+use widgetd_domain::db::DatabaseUrl;
 
 /// The variable naming the PostgreSQL server to test against.
 pub const TEST_POSTGRES: &str = "WIDGETD_TEST_POSTGRES";

@@ -189,7 +189,7 @@ async fn restore_refuses_a_data_dir_in_use_and_a_backup_that_does_not_check_out(
     let other = tmp.path().join("other");
     std::fs::create_dir(&other).unwrap();
     let key = other.join("master.key");
-    widgetd::crypto::MasterKey::generate()
+    widgetd_domain::crypto::MasterKey::generate()
         .write_new_file(&key)
         .unwrap();
     let fresh = tmp.path().join("fresh");

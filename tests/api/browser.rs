@@ -792,7 +792,7 @@ async fn post_login(app: &TestApp, user: &str, password: &str) -> Response {
 #[tokio::test]
 async fn session_cookies_follow_the_contract() {
     let app = spawn_app().await;
-    app.user("alice", widgetd::auth::Role::Member).await;
+    app.user("alice", widgetd_domain::auth::Role::Member).await;
 
     let r = post_login(&app, "alice", PASSWORD).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
@@ -892,7 +892,7 @@ async fn session_cookies_follow_the_contract() {
 
     // Rapid guesses are slowed down (a fresh daemon, so the counts above don't matter).
     let app = spawn_app().await;
-    app.user("alice", widgetd::auth::Role::Member).await;
+    app.user("alice", widgetd_domain::auth::Role::Member).await;
     for attempt in 1..=5 {
         let r = post_login(&app, "alice", "guess").await;
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "attempt {attempt}");
@@ -910,8 +910,8 @@ async fn session_cookies_follow_the_contract() {
     }
 
     // Under TLS the cookie is `__Host-` prefixed and Secure.
-    let app = spawn_app_with(|s| s.public_url = "https://widgetd.example".into()).await;
-    app.user("alice", widgetd::auth::Role::Member).await;
+    let app = spawn_app_with(|s| s.domain.public_url = "https://widgetd.example".into()).await;
+    app.user("alice", widgetd_domain::auth::Role::Member).await;
     let r = post_login(&app, "alice", PASSWORD).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let line = set_cookie(&r, "__Host-widgetd");

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use secrecy::ExposeSecret;
 use serde_json::Value;
-use widgetd::auth;
-use widgetd::crypto::MasterKey;
-use widgetd::secrets;
+use widgetd_domain::auth;
+use widgetd_domain::crypto::MasterKey;
+use widgetd_domain::secrets;
 
 use crate::helpers::{COMMAND_LIMIT, OutputWithin, REFUSAL_LIMIT};
 use crate::helpers::{run_with_stdin, stderr, stdout, widgetd};
@@ -54,7 +54,7 @@ async fn global_value(dir: &Path, name: &str) -> String {
     let data = crate::helpers::open_data(dir).await;
     let mut conn = data.db.read.acquire().await.unwrap();
     let alice = auth::find_user(&mut conn, "alice").await.unwrap();
-    let session = widgetd::sessions::create_session(&mut conn, &alice.id, "t".into())
+    let session = widgetd_domain::sessions::create_session(&mut conn, &alice.id, "t".into())
         .await
         .unwrap();
     let env = secrets::effective_env(&mut conn, &data.keyring, &alice.id, &session.session.id)

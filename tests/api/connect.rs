@@ -146,7 +146,7 @@ async fn codex_gets_toml_with_the_bearer_token_from_the_environment() {
     // Codex's default (60 s) would cut short a call that waits for the person.
     let timeout = server["tool_timeout_sec"].as_integer().unwrap();
     assert!(
-        timeout > widgetd::widgets::MAX_WAIT_SECS as i64,
+        timeout > widgetd_domain::widgets::MAX_WAIT_SECS as i64,
         "{timeout}"
     );
     // `codex exec` refuses an MCP call that needs approval.

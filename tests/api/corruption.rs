@@ -173,14 +173,14 @@ fn failing(report: &Value) -> Vec<String> {
 async fn raw(dir: &Path) -> SqliteConnection {
     let options = sqlx::sqlite::SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
-        .filename(dir.join(widgetd::db::DB_FILE))
+        .filename(dir.join(widgetd_domain::db::DB_FILE))
         .foreign_keys(false);
     SqliteConnection::connect_with(&options).await.unwrap()
 }
 
 /// Flips bit `bit` of the byte at `offset` of the database file.
 fn flip(dir: &Path, offset: usize, bit: u8) {
-    let path = dir.join(widgetd::db::DB_FILE);
+    let path = dir.join(widgetd_domain::db::DB_FILE);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[offset] ^= 1 << bit;
     std::fs::write(&path, bytes).unwrap();
@@ -188,7 +188,7 @@ fn flip(dir: &Path, offset: usize, bit: u8) {
 
 /// Where `needle` first occurs in the database file.
 fn find(dir: &Path, needle: &[u8]) -> usize {
-    let bytes = std::fs::read(dir.join(widgetd::db::DB_FILE)).unwrap();
+    let bytes = std::fs::read(dir.join(widgetd_domain::db::DB_FILE)).unwrap();
     bytes
         .windows(needle.len())
         .position(|w| w == needle)
@@ -304,7 +304,7 @@ async fn a_deleted_keyring_row_stops_start_up_and_is_named() {
         .await
         .unwrap();
     conn.close().await.unwrap();
-    let before = std::fs::read(dir.join(widgetd::db::DB_FILE)).unwrap();
+    let before = std::fs::read(dir.join(widgetd_domain::db::DB_FILE)).unwrap();
 
     // Start-up refuses (a fresh key in its place would only hide the loss)
     // and changes nothing.
@@ -319,7 +319,7 @@ async fn a_deleted_keyring_row_stops_start_up_and_is_named() {
         "{said}"
     );
     assert_eq!(
-        std::fs::read(dir.join(widgetd::db::DB_FILE)).unwrap(),
+        std::fs::read(dir.join(widgetd_domain::db::DB_FILE)).unwrap(),
         before,
         "start-up wrote to the data dir"
     );
@@ -437,7 +437,7 @@ async fn a_flipped_bit_is_found_where_it_matters_and_never_served() {
 #[tokio::test]
 async fn random_bit_flips_never_crash_check_nor_show_a_value() {
     let fixture = Fixture::make().await;
-    let size = std::fs::metadata(fixture.dir.join(widgetd::db::DB_FILE))
+    let size = std::fs::metadata(fixture.dir.join(widgetd_domain::db::DB_FILE))
         .unwrap()
         .len() as usize;
     let mut seed: u64 = 0x005e_ed0f_f11b;
@@ -506,7 +506,7 @@ async fn a_write_ahead_log_cut_short_keeps_a_whole_prefix_and_says_so() {
     // kill -9: the log is left as it is, not folded into the database.
     daemon.child.kill().unwrap();
     daemon.child.wait().unwrap();
-    let wal = dir.join(format!("{}-wal", widgetd::db::DB_FILE));
+    let wal = dir.join(format!("{}-wal", widgetd_domain::db::DB_FILE));
     let bytes = std::fs::read(&wal).unwrap();
     let page = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
     let frame = 24 + page;

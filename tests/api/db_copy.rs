@@ -77,7 +77,12 @@ async fn a_deployment_moves_from_sqlite_to_postgres_and_back_with_everything() {
         .await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let mut conn = on_pg.state.db.read.acquire().await.unwrap();
-    assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
+    assert!(
+        widgetd_domain::audit::verify(&mut conn)
+            .await
+            .unwrap()
+            .is_ok()
+    );
     drop(conn);
     on_pg.state.db.close().await;
 

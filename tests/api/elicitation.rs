@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Scene, TestApp, canary, scene, spawn_app, spawn_app_with};
 use crate::webdriver::{Chrome, wait_for};
@@ -379,7 +379,7 @@ const CONFIRM: fn() -> Value = || json!({ "question": "Deploy now?" });
 
 /// An app whose operator allows both modes (`serve --elicitation both`).
 pub(crate) async fn form_app() -> TestApp {
-    spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Both).await
+    spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Both).await
 }
 
 /// `user`'s scene, with a session whose host opted in to both modes.
@@ -957,7 +957,7 @@ async fn a_key_given_while_its_call_is_open_still_starts_the_next_turn() {
         );
         assert_eq!(
             body["message"],
-            widgetd::widgets::NEXT_TURN,
+            widgetd_domain::widgets::NEXT_TURN,
             "modern: {modern}"
         );
     }
@@ -966,7 +966,7 @@ async fn a_key_given_while_its_call_is_open_still_starts_the_next_turn() {
 #[tokio::test]
 async fn the_operator_and_the_session_choose_the_modes() {
     // The daemon allows URL mode only: questions stay in the transcript.
-    let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Url).await;
+    let app = spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Url).await;
     let (alice, modes) = opted_in_as(&app, "alice", "both").await;
     assert_eq!(modes, "url");
     let mut desk = desk(&app, &alice.agent, Declares::Both, true).await;
@@ -1180,7 +1180,7 @@ async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent()
     );
 
     // An operator who turned elicitation off gets no sessions either.
-    let app = spawn_app_with(|s| s.elicitation = widgetd::mcp::Elicitation::Off).await;
+    let app = spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Off).await;
     let alice = scene(&app, "alice").await;
     assert_eq!(
         raw_initialize(&app, &alice.agent, json!({ "elicitation": {} })).await,

@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{TestApp, assert_error, canary, spawn_app};
 
@@ -140,8 +140,11 @@ async fn only_an_env_read_token_of_the_creator_reads_values() {
 
     // A revoked token stops working at once.
     let mut conn = app.state.db.write.acquire().await.unwrap();
-    for token in widgetd::auth::list_api_tokens(&mut conn).await.unwrap() {
-        widgetd::auth::revoke_api_token(&mut conn, &token.id)
+    for token in widgetd_domain::auth::list_api_tokens(&mut conn)
+        .await
+        .unwrap()
+    {
+        widgetd_domain::auth::revoke_api_token(&mut conn, &token.id)
             .await
             .unwrap();
     }

@@ -3,7 +3,7 @@
 use std::process::Output;
 
 use serde_json::json;
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{TestApp, spawn_app, stderr, stdout, widgetd};

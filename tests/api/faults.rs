@@ -283,8 +283,8 @@ async fn a_data_dir_turned_read_only_refuses_writes_cleanly_and_recovers() {
     // The database, its log and the dir turn read-only under the daemon:
     // writes are refused with the stable code, nothing is half-written,
     // reads keep working.
-    let db = data.join(widgetd::db::DB_FILE);
-    let wal = data.join(format!("{}-wal", widgetd::db::DB_FILE));
+    let db = data.join(widgetd_domain::db::DB_FILE);
+    let wal = data.join(format!("{}-wal", widgetd_domain::db::DB_FILE));
     let frozen = Frozen::freeze(&[db, wal, data.clone()]);
     for n in 0..3 {
         let (status, body) = api.put_value(&format!("READ_ONLY_{n}"), "refused").await;

@@ -303,7 +303,9 @@ async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_no
                 .await;
                 match cut {
                     Ok(cut) => break cut,
-                    Err(e) if attempts < 20 && widgetd::db::connection_lost(&e) => attempts += 1,
+                    Err(e) if attempts < 20 && widgetd_domain::db::connection_lost(&e) => {
+                        attempts += 1
+                    }
                     Err(e) => panic!("the administrator's statement failed: {e}"),
                 }
             };

@@ -3,8 +3,8 @@
 //! or `Forwarded`); from anywhere else those headers change nothing.
 
 use reqwest::StatusCode;
-use widgetd::auth::Role;
 use widgetd::forwarded::IpRange;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{PASSWORD, TestApp, spawn_app, spawn_app_with};
 
@@ -38,7 +38,7 @@ async fn exhaust(app: &TestApp, forwarded: impl Fn(usize) -> (&'static str, Stri
         let status = login(app, (header, &value), &name, "wrong password").await;
         if status == StatusCode::TOO_MANY_REQUESTS {
             assert!(
-                n >= widgetd::limits::PER_ADDRESS.burst as usize,
+                n >= widgetd_domain::limits::PER_ADDRESS.burst as usize,
                 "limited after {n}"
             );
             return n;

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use widgetd::db::{Db, Dialect, Script};
+use widgetd_domain::db::{Db, Dialect, Script};
 
 async fn scratch_db() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +28,7 @@ async fn scratch_db() -> (tempfile::TempDir, Db) {
     (dir, db)
 }
 
-async fn insert(tx: &mut widgetd::db::WriteTx, k: &str) -> sqlx::Result<()> {
+async fn insert(tx: &mut widgetd_domain::db::WriteTx, k: &str) -> sqlx::Result<()> {
     sqlx::query("INSERT INTO item (k) VALUES ($1)")
         .bind(k)
         .execute(&mut **tx)
@@ -44,7 +44,10 @@ async fn keys(db: &Db) -> Vec<String> {
 }
 
 /// Starts `n` tasks that each wait for the writer, and returns once all wait.
-async fn queue_writers(db: &Db, n: usize) -> Vec<tokio::task::JoinHandle<widgetd::db::WriteTx>> {
+async fn queue_writers(
+    db: &Db,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<widgetd_domain::db::WriteTx>> {
     let before = db.queued_writes();
     let tasks = (0..n)
         .map(|_| {
@@ -188,7 +191,7 @@ async fn an_idle_writer_commits_at_once_and_leaves_the_pool_usable() {
 /// The actions of the audit log, oldest first.
 async fn audit_actions(db: &Db) -> Vec<String> {
     let mut conn = db.read.acquire().await.unwrap();
-    widgetd::audit::list(&mut conn, None, None)
+    widgetd_domain::audit::list(&mut conn, None, None)
         .await
         .unwrap()
         .into_iter()
@@ -202,13 +205,13 @@ async fn audit_actions(db: &Db) -> Vec<String> {
 /// chaining to a row that is not the last one.
 #[tokio::test]
 async fn the_remembered_audit_head_follows_undone_members_and_other_writers() {
-    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memo.db");
     let daemon = Db::open(&path).await.unwrap();
     daemon.migrate().await.unwrap();
     let cli = Db::open(&path).await.unwrap();
-    async fn append(db: &Db, action: &'static str) -> widgetd::db::WriteTx {
+    async fn append(db: &Db, action: &'static str) -> widgetd_domain::db::WriteTx {
         let mut tx = db.begin_write().await.unwrap();
         let entry = Entry {
             action,
@@ -285,17 +288,17 @@ async fn a_last_write_that_ends_the_savepoint_keeps_members_apart() {
 /// release), the next row chains to the row that is really last.
 #[tokio::test]
 async fn the_remembered_audit_head_survives_last_writes_that_fail_or_are_abandoned() {
-    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
     let dir = tempfile::tempdir().unwrap();
     let daemon = Db::open(&dir.path().join("memo.db")).await.unwrap();
     daemon.migrate().await.unwrap();
-    async fn appending(db: &Db, action: &'static str) -> (widgetd::db::WriteTx, Script) {
+    async fn appending(db: &Db, action: &'static str) -> (widgetd_domain::db::WriteTx, Script) {
         appending_in(db.begin_write().await.unwrap(), action).await
     }
     async fn appending_in(
-        mut tx: widgetd::db::WriteTx,
+        mut tx: widgetd_domain::db::WriteTx,
         action: &'static str,
-    ) -> (widgetd::db::WriteTx, Script) {
+    ) -> (widgetd_domain::db::WriteTx, Script) {
         let mut script = Script::new(Dialect::Sqlite);
         let entry = Entry {
             action,

@@ -10,10 +10,10 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use widgetd::auth::{self, Role, User, tokens::TokenScopes};
-use widgetd::db::DatabaseUrl;
-use widgetd::startup;
 use widgetd::{AppState, Settings};
+use widgetd_domain::auth::{self, Role, User, tokens::TokenScopes};
+use widgetd_domain::db::DatabaseUrl;
+use widgetd_domain::startup;
 
 pub use crate::backend::{TestDir, test_dir};
 

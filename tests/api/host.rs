@@ -12,7 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{COMMAND_LIMIT, STOP_LIMIT, kill_after};
 use crate::helpers::{TestApp, canary, scene, spawn_app, widgetd};

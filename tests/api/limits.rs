@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use reqwest::{Response, StatusCode};
 use serde_json::json;
-use widgetd::auth::Role;
 use widgetd::stream_limits::{PER_ADDRESS, PER_CALLER};
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{TestApp, assert_error, spawn_app};
 

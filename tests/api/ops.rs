@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{COMMAND_LIMIT, OutputWithin, canary, scene, spawn_app};
 
@@ -239,7 +239,7 @@ async fn metrics_parse_and_cover_what_operators_watch() {
         get("widgetd_db_script_hops_total"),
     );
     assert!(get("widgetd_db_scripts_superseded_total") >= 0.0);
-    if app.state.db.backend() == widgetd::db::Backend::Sqlite {
+    if app.state.db.backend() == widgetd_domain::db::Backend::Sqlite {
         assert!(scripts >= 1.0 && hops >= 1.0, "{scripts} {hops}");
     }
     assert_eq!(get("widgetd_webhooks_failed"), 0.0);
@@ -291,7 +291,7 @@ async fn metrics_parse_and_cover_what_operators_watch() {
 #[tokio::test]
 async fn host_names_are_compared_without_ports_and_probes_pass() {
     let app = crate::helpers::spawn_app_with(|s| {
-        s.public_url = "https://widgetd.example:18443".into();
+        s.domain.public_url = "https://widgetd.example:18443".into();
         s.mcp_allowed_hosts.push("widgetd.example:18443".into());
         s.mcp_allowed_hosts.push("proxy.internal:8080".into());
     })

@@ -4,7 +4,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, TestApp, spawn_app};
 use crate::webdriver::Chrome;
@@ -824,8 +824,8 @@ fn cards(html: &str) -> usize {
 #[tokio::test]
 async fn ten_thousand_widgets_and_a_thousand_sessions_keep_every_list_paged() {
     use std::time::Instant;
-    use widgetd::audit::{self, Actor, ClientAddr};
-    use widgetd::secrets::{self, EnvVarName, SecretValue, Target};
+    use widgetd_domain::audit::{self, Actor, ClientAddr};
+    use widgetd_domain::secrets::{self, EnvVarName, SecretValue, Target};
 
     let app = spawn_app().await;
     let alice = app.user("alice", Role::Admin).await;
@@ -842,7 +842,7 @@ async fn ten_thousand_widgets_and_a_thousand_sessions_keep_every_list_paged() {
     // Everything in one transaction, through the store.
     let started = Instant::now();
     let mut tx = app.state.db.begin_write().await.unwrap();
-    let now = widgetd::clock::now_ms();
+    let now = widgetd_domain::clock::now_ms();
     for n in 1..10_000 {
         let id = uuid::Uuid::new_v4().to_string();
         let (status, resolved) = if n % 2 == 0 {
@@ -877,7 +877,7 @@ async fn ten_thousand_widgets_and_a_thousand_sessions_keep_every_list_paged() {
     }
     for n in 0..999 {
         let title = format!("Scaled session {n}");
-        let new = widgetd::sessions::create_session(&mut tx, &alice.id, title)
+        let new = widgetd_domain::sessions::create_session(&mut tx, &alice.id, title)
             .await
             .unwrap();
         let entry = audit::Entry {

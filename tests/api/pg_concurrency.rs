@@ -212,7 +212,7 @@ async fn the_pending_cap_holds_when_creations_race_over_two_daemons() {
 #[tokio::test]
 async fn creations_written_in_groups_each_get_the_answer_they_would_get_alone() {
     let app = spawn_postgres_app().await;
-    let alice = app.user("alice", widgetd::auth::Role::Member).await;
+    let alice = app.user("alice", widgetd_domain::auth::Role::Member).await;
     let host = app.token(&alice, "sessions,env:read,env:write").await;
     let mut plain = Vec::new();
     for _ in 0..12 {
@@ -348,7 +348,12 @@ async fn creations_written_in_groups_each_get_the_answer_they_would_get_alone() 
         app.count("SELECT count(*) FROM widgets").await
     );
     let mut conn = app.state.db.read.acquire().await.unwrap();
-    assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
+    assert!(
+        widgetd_domain::audit::verify(&mut conn)
+            .await
+            .unwrap()
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -372,7 +377,7 @@ async fn audit_rows_of_concurrent_commits_are_all_sealed_into_one_chain_before_e
     assert_eq!(a.count("SELECT count(*) FROM audit_pending").await, 0);
     assert_eq!(a.count("SELECT count(*) FROM audit_log").await, before + 50);
     let mut conn = b.state.db.read.acquire().await.unwrap();
-    let verified = widgetd::audit::verify(&mut conn).await.unwrap();
+    let verified = widgetd_domain::audit::verify(&mut conn).await.unwrap();
     let verified = verified.expect("the chain verifies");
     assert_eq!(verified.rows as i64, before + 50);
 }
@@ -418,7 +423,12 @@ async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep(
         1
     );
     let mut conn = data.db.read.acquire().await.unwrap();
-    assert!(widgetd::audit::verify(&mut conn).await.unwrap().is_ok());
+    assert!(
+        widgetd_domain::audit::verify(&mut conn)
+            .await
+            .unwrap()
+            .is_ok()
+    );
 }
 
 /// The deployment's write lock (`WRITE_LOCK` in `src/db/pg_write.rs`).

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::audit::{self, Actor, ClientAddr, Entry};
-use widgetd::auth::Role;
-use widgetd::db::{Db, Lock, Script, WriteTx, superseded};
+use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::auth::Role;
+use widgetd_domain::db::{Db, Lock, Script, WriteTx, superseded};
 
 use crate::helpers::{spawn_sqlite_app, widgetd};
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Client, StatusCode};
 use serde_json::json;
-use widgetd::auth::Role;
 use widgetd::forwarded::IpRange;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{PASSWORD, spawn_app_with, test_dir};
 
@@ -264,7 +264,7 @@ async fn live_updates_host_names_and_client_addresses_pass_nginx() {
     let ca = make_certificate(&dir);
     let (port, plain_port) = (free_port(), free_port());
     let app = spawn_app_with(|s| {
-        s.public_url = format!("https://{NAME}:{port}");
+        s.domain.public_url = format!("https://{NAME}:{port}");
         s.mcp_allowed_hosts.push(format!("{NAME}:{port}"));
         s.trusted_proxies = vec![IpRange::parse("127.0.0.1").unwrap()];
     })
@@ -360,7 +360,7 @@ fn the_proxy_timeout_outlasts_every_wait() {
         .find_map(|l| l.trim().strip_prefix("proxy_read_timeout "))
         .and_then(|v| v.trim_end_matches(';').trim_end_matches('s').parse().ok())
         .expect("contrib/nginx/widgetd.conf sets proxy_read_timeout in seconds");
-    let longest = widgetd::widgets::MAX_WAIT_SECS.max(widgetd::prompts::api::MAX_WAIT_SECS);
+    let longest = widgetd_domain::widgets::MAX_WAIT_SECS.max(widgetd::api::prompts::MAX_WAIT_SECS);
     assert!(
         timeout > longest + 10,
         "{timeout} s vs the longest wait, {longest} s"

@@ -13,7 +13,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use widgetd::widgets;
+use widgetd_domain::widgets;
 
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
 use crate::webdriver::{Chrome, wait_for};

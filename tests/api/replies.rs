@@ -5,7 +5,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, TestApp, canary, scene, spawn_app};
 use crate::webdriver::{Chrome, wait_for};
@@ -291,7 +291,7 @@ async fn a_reply_typed_in_the_browser_reaches_the_agent_and_a_second_tab() {
 #[tokio::test]
 async fn prompts_queued_before_replies_existed_survive_the_migration() {
     let dir = tempfile::tempdir().unwrap();
-    let db = widgetd::db::Db::open(&dir.path().join("widgetd.db"))
+    let db = widgetd_domain::db::Db::open(&dir.path().join("widgetd.db"))
         .await
         .unwrap();
     // The schema as it was before `migrations/sqlite/0007_replies.sql`, with a queued prompt.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
 use crate::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
@@ -183,7 +183,7 @@ async fn concurrent_appends_from_two_daemons_keep_one_audit_chain() {
     );
     assert_eq!(a.count("SELECT count(*) FROM audit_log").await, before + 40);
     let mut conn = b.state.db.read.acquire().await.unwrap();
-    let verified = widgetd::audit::verify(&mut conn).await.unwrap();
+    let verified = widgetd_domain::audit::verify(&mut conn).await.unwrap();
     assert!(verified.is_ok(), "the chain forked: {verified:?}");
 }
 
@@ -341,11 +341,11 @@ async fn a_daemon_with_another_master_key_refuses_to_start_and_changes_nothing()
     let before = crate::backend::dump_rows(&url);
 
     let other = tempfile::tempdir().unwrap();
-    widgetd::crypto::MasterKey::generate()
-        .write_new_file(&other.path().join(widgetd::crypto::MASTER_KEY_FILE))
+    widgetd_domain::crypto::MasterKey::generate()
+        .write_new_file(&other.path().join(widgetd_domain::crypto::MASTER_KEY_FILE))
         .unwrap();
-    let database = widgetd::db::DatabaseUrl::parse(&url).unwrap();
-    let refused = widgetd::startup::open(other.path(), Some(&database)).await;
+    let database = widgetd_domain::db::DatabaseUrl::parse(&url).unwrap();
+    let refused = widgetd_domain::startup::open(other.path(), Some(&database)).await;
     let message = refused
         .err()
         .expect("another key must not start")

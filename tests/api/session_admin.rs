@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, Daemon, TestApp, client, scene, spawn_app, stderr, widgetd};
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};

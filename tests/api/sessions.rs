@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{Browser, PASSWORD, TestApp, assert_error, spawn_app};
 

@@ -4,7 +4,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
 
@@ -359,9 +359,9 @@ async fn admins_manage_users_and_read_the_audit_log_members_cannot() {
 /// the whole chain only when asked.
 #[tokio::test]
 async fn the_audit_page_pages_names_actors_and_verifies_on_request() {
-    use widgetd::audit::{self, Actor, ClientAddr, Entry};
+    use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
     let app = spawn_app().await;
-    let root = app.user("root", widgetd::auth::Role::Admin).await;
+    let root = app.user("root", widgetd_domain::auth::Role::Admin).await;
     {
         let mut tx = app.state.db.begin_write().await.unwrap();
         for n in 0..250 {

@@ -143,7 +143,7 @@ async fn sigterm_under_load_answers_in_flight_requests_and_leaves_a_clean_file()
     assert!(log.contains("stopped"), "{log}");
     // Background jobs stop before the pool closes: none meets a closed pool.
     assert!(!log.contains("ERROR"), "{log}");
-    let wal = dir.join(format!("{}-wal", widgetd::db::DB_FILE));
+    let wal = dir.join(format!("{}-wal", widgetd_domain::db::DB_FILE));
     assert!(
         std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
         "the write-ahead log was left behind"

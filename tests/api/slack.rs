@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
-use widgetd::auth::Role;
-use widgetd::slack::verify::sign;
+use widgetd_domain::auth::Role;
+use widgetd_notify::slack::verify::sign;
 
 use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app_with};
 
@@ -96,8 +96,11 @@ impl FakeSlack {
 /// page, with its Slack sender running.
 pub async fn slack_app() -> (TestApp, FakeSlack) {
     let (fake, base) = FakeSlack::start().await;
-    let app = spawn_app_with(|s| s.slack_api_base = base).await;
-    tokio::spawn(widgetd::slack::delivery::run(app.state.core.clone()));
+    let app = spawn_app_with(|s| s.slack.api_base = base).await;
+    tokio::spawn(widgetd_notify::slack::delivery::run(
+        app.state.core.clone(),
+        app.state.config.slack.clone(),
+    ));
     app.user("root", Role::Admin).await;
     let admin = app.login("root").await;
     let r = app
@@ -118,7 +121,7 @@ pub async fn slack_app() -> (TestApp, FakeSlack) {
 }
 
 fn now() -> i64 {
-    widgetd::clock::now_ms() / 1000
+    widgetd_domain::clock::now_ms() / 1000
 }
 
 /// Posts `body` to `path` signed with `secret` at `timestamp`, as Slack does.

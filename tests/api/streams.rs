@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::{Response, StatusCode};
 use serde_json::json;
-use widgetd::auth::{self, Role, tokens::TokenScopes};
+use widgetd_domain::auth::{self, Role, tokens::TokenScopes};
 
 use crate::helpers::{Browser, TestApp, spawn_app};
 

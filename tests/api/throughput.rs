@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::db::Backend;
+use widgetd_domain::db::Backend;
 
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, session_cookie, spawn_app};
@@ -20,7 +20,7 @@ async fn session_row(app: &crate::helpers::TestApp) -> (String, i64) {
 #[tokio::test]
 async fn signed_in_reads_do_not_rewrite_the_session_until_it_is_due_a_touch() {
     let app = spawn_app().await;
-    app.user("alice", widgetd::auth::Role::Member).await;
+    app.user("alice", widgetd_domain::auth::Role::Member).await;
     let browser = app.login("alice").await;
     let after_login = session_row(&app).await;
     for _ in 0..3 {

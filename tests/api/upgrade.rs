@@ -30,7 +30,7 @@ async fn unpack(data: &Path) {
     let dump = std::fs::read_to_string(Path::new(FIXTURE).join("widgetd.sql")).unwrap();
     let options = sqlx::sqlite::SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
-        .filename(data.join(widgetd::db::DB_FILE))
+        .filename(data.join(widgetd_domain::db::DB_FILE))
         .create_if_missing(true);
     let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
     sqlx::raw_sql(&dump).execute(&mut conn).await.unwrap();
@@ -38,7 +38,7 @@ async fn unpack(data: &Path) {
     // which has since passed, and the daemon's sweep would expire it at
     // start: it is due a week from today instead, as it was when made. Its
     // due time is in no audit row.
-    let week_ahead = widgetd::clock::now_ms() + 7 * 24 * 3600 * 1000;
+    let week_ahead = widgetd_domain::clock::now_ms() + 7 * 24 * 3600 * 1000;
     sqlx::query("UPDATE widgets SET expires_at = $1 WHERE status = 'pending'")
         .bind(week_ahead)
         .execute(&mut conn)
@@ -51,7 +51,7 @@ async fn unpack(data: &Path) {
 async fn applied(data: &Path) -> Vec<i64> {
     let options = sqlx::sqlite::SqliteConnectOptions::from_str("sqlite://")
         .unwrap()
-        .filename(data.join(widgetd::db::DB_FILE));
+        .filename(data.join(widgetd_domain::db::DB_FILE));
     let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
     let versions = sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
         .fetch_all(&mut conn)

@@ -2,13 +2,13 @@
 
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::AnyPool;
-use widgetd::auth::{self, Role, User};
-use widgetd::crypto::{Keyring, KeyringError, MasterKey, MasterKeySource, rewrap_keyring};
-use widgetd::error::AppError;
-use widgetd::ids::SessionId;
-use widgetd::secrets::{self, EnvVarName, SecretValue, Target};
-use widgetd::sessions;
-use widgetd::startup::DataDir;
+use widgetd_domain::Error;
+use widgetd_domain::auth::{self, Role, User};
+use widgetd_domain::crypto::{Keyring, KeyringError, MasterKey, MasterKeySource, rewrap_keyring};
+use widgetd_domain::ids::SessionId;
+use widgetd_domain::secrets::{self, EnvVarName, SecretValue, Target};
+use widgetd_domain::sessions;
+use widgetd_domain::startup::DataDir;
 
 struct Vault {
     data: DataDir,
@@ -62,7 +62,7 @@ impl Vault {
         tx.commit().await.unwrap();
     }
 
-    async fn env(&self) -> Result<Vec<(String, String)>, AppError> {
+    async fn env(&self) -> Result<Vec<(String, String)>, Error> {
         let mut conn = self.data.db.read.acquire().await.unwrap();
         let env =
             secrets::effective_env(&mut conn, &self.data.keyring, &self.alice.id, &self.session)
@@ -70,7 +70,7 @@ impl Vault {
         // A value that does not decrypt makes the whole env unusable here,
         // as `GET …/env` does without `?partial=true`.
         if !env.unreadable.is_empty() {
-            return Err(AppError::Crypto(widgetd::crypto::CryptoError::Open));
+            return Err(Error::Crypto(widgetd_domain::crypto::CryptoError::Open));
         }
         Ok(env
             .values
@@ -145,9 +145,9 @@ impl Vault {
     }
 }
 
-fn assert_crypto_error(result: Result<Vec<(String, String)>, AppError>) {
+fn assert_crypto_error(result: Result<Vec<(String, String)>, Error>) {
     match result {
-        Err(AppError::Crypto(e)) => {
+        Err(Error::Crypto(e)) => {
             assert_eq!(
                 e.to_string(),
                 "a stored secret failed authentication (altered, moved, or a different key)"
@@ -347,15 +347,17 @@ async fn rewrapping_under_a_new_master_keeps_every_value() {
     tx.commit().await.unwrap();
 
     let mut conn = v.pool().acquire().await.unwrap();
-    let reopened = widgetd::crypto::Keyring::load(&mut conn, &new_master, &MasterKeySource::Env)
-        .await
-        .unwrap();
+    let reopened =
+        widgetd_domain::crypto::Keyring::load(&mut conn, &new_master, &MasterKeySource::Env)
+            .await
+            .unwrap();
     let env = secrets::effective_env(&mut conn, &reopened, &v.alice.id, &v.session)
         .await
         .unwrap();
     assert_eq!(env.values["KEY"].expose_secret(), "survives-rekey");
     let old =
-        widgetd::crypto::Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env).await;
+        widgetd_domain::crypto::Keyring::load(&mut conn, &v.data.master, &MasterKeySource::Env)
+            .await;
     assert!(old.is_err(), "the old master key still opens the keyring");
 }
 

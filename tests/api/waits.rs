@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
-use widgetd::auth::{self, Role, tokens::TokenScopes};
 use widgetd::stream_limits::PER_CALLER;
+use widgetd_domain::auth::{self, Role, tokens::TokenScopes};
 
 use crate::helpers::{TestApp, assert_error, spawn_app};
 use crate::mcp::{call, connect};

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use reqwest::StatusCode as Status;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use widgetd::webhooks::decode_secret;
-use widgetd::webhooks::delivery::sign_with;
+use widgetd_notify::webhooks::decode_secret;
+use widgetd_notify::webhooks::delivery::sign_with;
 
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};
 use crate::helpers::{Daemon, Scene, canary, client, scene, spawn_app_with, stdout, widgetd};
@@ -116,11 +116,14 @@ pub async fn add_webhook(
 async fn notices_are_signed_retried_and_never_carry_a_value() {
     // The receivers are on loopback, which only the operator's flag allows.
     let app = spawn_app_with(|s| {
-        s.webhook_retry_base_ms = 100;
-        s.webhooks_allow_private = true;
+        s.webhooks.retry_base_ms = 100;
+        s.webhooks.allow_private = true;
     })
     .await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
+    tokio::spawn(widgetd_notify::webhooks::delivery::run(
+        app.state.core.clone(),
+        app.state.config.webhooks.clone(),
+    ));
     let Scene {
         host,
         session,
@@ -332,8 +335,11 @@ impl Silent {
 /// only "not delivered".
 #[tokio::test]
 async fn private_addresses_are_refused_and_nothing_is_sent() {
-    let app = spawn_app_with(|s| s.webhook_retry_base_ms = 100).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
+    let app = spawn_app_with(|s| s.webhooks.retry_base_ms = 100).await;
+    tokio::spawn(widgetd_notify::webhooks::delivery::run(
+        app.state.core.clone(),
+        app.state.config.webhooks.clone(),
+    ));
     let Scene {
         host,
         session,
@@ -436,8 +442,11 @@ async fn private_addresses_are_refused_and_nothing_is_sent() {
 /// another user's notice: it arrives within seconds, while they hang.
 #[tokio::test]
 async fn one_users_hanging_receivers_do_not_delay_another_users_notice() {
-    let app = spawn_app_with(|s| s.webhooks_allow_private = true).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
+    let app = spawn_app_with(|s| s.webhooks.allow_private = true).await;
+    tokio::spawn(widgetd_notify::webhooks::delivery::run(
+        app.state.core.clone(),
+        app.state.config.webhooks.clone(),
+    ));
     let alice = scene(&app, "alice").await;
     let bob = scene(&app, "bob").await;
     let silent = Silent::start().await;
@@ -493,8 +502,11 @@ async fn one_users_hanging_receivers_do_not_delay_another_users_notice() {
 /// page (where the person logs in), and no action that could answer.
 #[tokio::test]
 async fn an_ntfy_notice_has_a_view_action_to_the_widgets_page_and_nothing_that_answers() {
-    let app = spawn_app_with(|s| s.webhooks_allow_private = true).await;
-    tokio::spawn(widgetd::webhooks::delivery::run(app.state.core.clone()));
+    let app = spawn_app_with(|s| s.webhooks.allow_private = true).await;
+    tokio::spawn(widgetd_notify::webhooks::delivery::run(
+        app.state.core.clone(),
+        app.state.config.webhooks.clone(),
+    ));
     let alice = scene(&app, "alice").await;
     let (receiver, url) = Receiver::start(&[]).await;
     add_webhook(&app, &alice.host, &url, "ntfy").await;

@@ -313,7 +313,10 @@ async fn every_kind_takes_expires_in_seconds_within_the_servers_maximum() {
     soon["expires_in_seconds"] = json!(1);
     let id = created(ask(&app, &s, &soon).await).await;
     wait_for("the widget's second to pass", || async {
-        widgetd::widgets::expire_due(&app.state).await.unwrap() > 0
+        widgetd_domain::widgets::expire_due(&app.state)
+            .await
+            .unwrap()
+            > 0
     })
     .await;
     assert_eq!(widget(&app, &s.agent, &id).await["status"], "expired");

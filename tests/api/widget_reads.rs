@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use widgetd::auth::Role;
+use widgetd_domain::auth::Role;
 
 use tokio::task::JoinHandle;
 
@@ -131,7 +131,7 @@ async fn a_session_archived_by_the_cli_shows_its_widgets_cancelled_within_the_po
         );
         // The CLI has committed; a read that asks a poll's bound later
         // sees it, whatever the daemon read in between.
-        tokio::time::sleep(widgetd::db::POLL + Duration::from_millis(1)).await;
+        tokio::time::sleep(widgetd_domain::db::POLL + Duration::from_millis(1)).await;
         assert_eq!(status(&app, &host, &id).await, "cancelled");
     }
 }

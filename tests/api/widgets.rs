@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use widgetd::widgets;
+use widgetd_domain::widgets;
 
 use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
 
@@ -559,7 +559,8 @@ async fn bad_answers_are_refused_without_echo_and_change_nothing() {
         .unwrap();
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", Some(&secret)).await;
     // A stranger cannot even learn that the widget exists.
-    app.user("mallory", widgetd::auth::Role::Member).await;
+    app.user("mallory", widgetd_domain::auth::Role::Member)
+        .await;
     let mallory = app.login("mallory").await;
     let r = app
         .post_form(

@@ -11,14 +11,16 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::{ENV_PAGE_ROWS, ListParams, PageResult, Pager, read_form, to_login};
-use crate::access::{self, Caller, Need};
-use crate::audit::{Actor, ClientAddr};
-use crate::error::{AppError, AppResult};
-use crate::secrets::api::audit_env;
-use crate::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
+use crate::api::env::audit_env;
+use crate::error::WebResult;
+use crate::state::AppState;
 use crate::web::{CurrentUser, check_csrf};
-use crate::widgets::approval;
-use crate::{AppState, clock};
+use widgetd_domain::Error;
+use widgetd_domain::access::{self, Caller, Need};
+use widgetd_domain::audit::{Actor, ClientAddr};
+use widgetd_domain::clock;
+use widgetd_domain::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
+use widgetd_domain::widgets::approval;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "settings_env.html")]
@@ -52,7 +54,7 @@ async fn settings_page(
     user: &CurrentUser,
     error: Option<String>,
     page: i64,
-) -> AppResult<SettingsPage> {
+) -> WebResult<SettingsPage> {
     let mut conn = state.db.read.acquire().await?;
     let (vars, total) = secrets::list_env_vars_page(
         &mut conn,
@@ -71,7 +73,7 @@ async fn settings_page(
     Ok(SettingsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         vars,
         error,
         pager: Pager::new("/settings/env", "", page, ENV_PAGE_ROWS, total),
@@ -93,7 +95,7 @@ async fn env_target(
     state: &AppState,
     user: &CurrentUser,
     session: Option<&str>,
-) -> AppResult<Target> {
+) -> WebResult<Target> {
     match session.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(Target::Global),
         Some(id) => {
@@ -132,7 +134,7 @@ pub async fn set_env_form(
         .await?;
         audit_env(&mut tx, "env.set", &user.id, &client, &target, &name).await?;
         tx.commit().await?;
-        AppResult::Ok(())
+        WebResult::Ok(())
     };
     match saved.await {
         Ok(()) => Ok(Redirect::to("/settings/env").into_response()),
@@ -219,7 +221,7 @@ pub async fn view_settings_approvals_get(
     let page = ApprovalsPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         rules,
     };
     Ok(page.into_response())
@@ -247,15 +249,16 @@ pub async fn revoke_approval_form(
     // leaves nothing to do and nothing to record.
     match approval::revoke_rule(&mut tx, &user.id, &form.id).await {
         Ok(tool) => {
-            let entry = crate::audit::Entry {
+            let entry = widgetd_domain::audit::Entry {
                 action: "approval.revoke",
                 detail: Some(format!("rule={}; tool={tool}", form.id)),
                 ..Default::default()
             };
-            crate::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry).await?;
+            widgetd_domain::audit::append(&mut tx, &Actor::User(user.id.clone()), &client, entry)
+                .await?;
             tx.commit().await?;
         }
-        Err(AppError::NotFound(_)) => {}
+        Err(Error::NotFound(_)) => {}
         Err(err) => return Err(err.into()),
     }
     Ok(Redirect::to("/settings/approvals").into_response())

@@ -12,15 +12,17 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{PageError, PageResult, to_login};
-use crate::access::{self, Access, Caller, Need};
-use crate::error::{AppError, AppResult};
-use crate::secrets;
-use crate::sessions::Session;
+use crate::cards::{FormError, Viewer};
+use crate::error::{WebError, WebResult};
+use crate::state::AppState;
 use crate::web::CurrentUser;
 use crate::web::views::{self, Entry, WidgetCard};
-use crate::widgets::card::{FormError, Viewer};
-use crate::widgets::{self, WidgetId};
-use crate::{AppState, transcript};
+use widgetd_domain::Error;
+use widgetd_domain::access::{self, Access, Caller, Need};
+use widgetd_domain::secrets;
+use widgetd_domain::sessions::Session;
+use widgetd_domain::transcript;
+use widgetd_domain::widgets::{self, WidgetId};
 
 #[derive(Template, WebTemplate)]
 #[template(path = "transcript.html")]
@@ -54,14 +56,14 @@ enum Refused<'a> {
 const TRANSCRIPT_PAGE_ENTRIES: i64 = 200;
 
 /// The session if `user` may read it.
-async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<Session> {
-    access::authorize(state, Caller::Person(&user.id), id, Need::Watch).await
+async fn readable(state: &AppState, user: &CurrentUser, id: &str) -> WebResult<Session> {
+    Ok(access::authorize(state, Caller::Person(&user.id), id, Need::Watch).await?)
 }
 
 /// The vault a session's answers go to: its creator's.
-async fn vault_of(state: &AppState, session: &Session) -> AppResult<views::Vault> {
+async fn vault_of(state: &AppState, session: &Session) -> WebResult<views::Vault> {
     let mut conn = state.db.read.acquire().await?;
-    let owner = crate::auth::find_user_by_id(&mut conn, &session.creator_id)
+    let owner = widgetd_domain::auth::find_user_by_id(&mut conn, &session.creator_id)
         .await?
         .map(|u| u.name)
         .unwrap_or_default();
@@ -83,7 +85,7 @@ async fn transcript_page(
     session: Session,
     refused: Option<Refused<'_>>,
     before: Option<i64>,
-) -> AppResult<TranscriptPage> {
+) -> WebResult<TranscriptPage> {
     let mut conn = state.db.read.acquire().await?;
     let access = access::person_access(&mut conn, &session, &user.id).await?;
     // One more than a page: whether there are earlier entries.
@@ -118,7 +120,7 @@ async fn transcript_page(
     Ok(TranscriptPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         session_id: session.id.to_string(),
         title: session.title,
         archived: session.archived_at.is_some(),
@@ -154,7 +156,7 @@ pub async fn view_transcript_get(
 }
 
 /// The status and the shown form of a refused form answer.
-fn form_error(err: &AppError) -> (StatusCode, FormError) {
+fn form_error(err: &WebError) -> (StatusCode, FormError) {
     let (status, body) = err.to_body();
     let shown = FormError {
         code: body["error"]["code"]
@@ -175,7 +177,7 @@ pub async fn answer_refused(
     state: &AppState,
     user: &CurrentUser,
     widget: &WidgetId,
-    err: AppError,
+    err: WebError,
 ) -> Response {
     let (status, shown) = form_error(&err);
     let page = async {
@@ -196,7 +198,7 @@ pub async fn reply_refused(
     state: &AppState,
     user: &CurrentUser,
     session: &str,
-    err: AppError,
+    err: WebError,
 ) -> Response {
     let (status, shown) = form_error(&err);
     let page = async {
@@ -222,10 +224,10 @@ pub async fn view_widget_get(
     Path((id, widget_id)): Path<(String, String)>,
 ) -> PageResult {
     let session = readable(&state, &user, &id).await?;
-    let widget_id = WidgetId::parse(&widget_id).ok_or(AppError::NotFound("widget"))?;
+    let widget_id = WidgetId::parse(&widget_id).ok_or(Error::NotFound("widget"))?;
     let row = widgets::get_widget(&mut *state.db.read.acquire().await?, &widget_id).await?;
     if row.session_id != session.id {
-        return Err(AppError::NotFound("widget").into());
+        return Err(Error::NotFound("widget").into());
     }
     let vault = vault_of(&state, &session).await?;
     let access =
@@ -265,7 +267,7 @@ pub async fn view_widget_page_get(
     user: Option<CurrentUser>,
     Path(id): Path<String>,
 ) -> PageResult {
-    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let id = WidgetId::parse(&id).ok_or(Error::NotFound("widget"))?;
     let Some(user) = user else {
         return Ok(to_login(&format!("/widgets/{}", id.as_str())));
     };
@@ -278,7 +280,7 @@ pub async fn widget_page_refused(
     state: &AppState,
     user: &CurrentUser,
     widget: &WidgetId,
-    err: AppError,
+    err: WebError,
 ) -> Response {
     let (status, shown) = form_error(&err);
     match widget_page(state, user, widget, Some(&shown)).await {
@@ -292,7 +294,7 @@ async fn widget_page(
     user: &CurrentUser,
     id: &WidgetId,
     error: Option<&FormError>,
-) -> AppResult<WidgetPage> {
+) -> WebResult<WidgetPage> {
     let row = widgets::get_widget(&mut *state.db.read.acquire().await?, id).await?;
     // The same rule as the transcript's form: prompt access or more.
     let session = access::authorize(
@@ -303,7 +305,7 @@ async fn widget_page(
     )
     .await
     .map_err(|err| match err {
-        AppError::NotFound(_) => AppError::NotFound("widget"),
+        Error::NotFound(_) => Error::NotFound("widget"),
         other => other,
     })?;
     let vault = vault_of(state, &session).await?;
@@ -316,7 +318,7 @@ async fn widget_page(
     Ok(WidgetPage {
         user: user.name.clone(),
         csrf: user.csrf.clone(),
-        is_admin: user.role == crate::auth::Role::Admin,
+        is_admin: user.role == widgetd_domain::auth::Role::Admin,
         session_id: session.id.to_string(),
         title: session.title,
         done: row.status != widgets::WidgetStatus::Pending,
@@ -332,10 +334,10 @@ pub async fn view_widget_image_get(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> PageResult {
-    let id = WidgetId::parse(&id).ok_or(AppError::NotFound("widget"))?;
+    let id = WidgetId::parse(&id).ok_or(Error::NotFound("widget"))?;
     let row = widgets::get_widget(&mut *state.db.read.acquire().await?, &id).await?;
     readable(&state, &user, row.session_id.as_str()).await?;
     let (content_type, bytes) = widgets::clarification::annotation_image(&row.kind, &row.params)
-        .ok_or(AppError::NotFound("image"))?;
+        .ok_or(Error::NotFound("image"))?;
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }

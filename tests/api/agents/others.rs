@@ -90,7 +90,10 @@ async fn codex_reads_the_server_from_its_config() {
     let timeout = server["tool_timeout_sec"]
         .as_f64()
         .expect("tool_timeout_sec");
-    assert!(timeout > widgetd::widgets::MAX_WAIT_SECS as f64, "{server}");
+    assert!(
+        timeout > widgetd_domain::widgets::MAX_WAIT_SECS as f64,
+        "{server}"
+    );
 }
 
 #[tokio::test]

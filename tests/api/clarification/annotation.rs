@@ -299,7 +299,8 @@ async fn the_image_is_served_with_its_type_only_to_people_who_may_see_it() {
     assert_eq!(pixels(&served), pixels(&png(400, 300)));
 
     // Someone else, nobody, the agent's token: not theirs.
-    app.user("mallory", widgetd::auth::Role::Member).await;
+    app.user("mallory", widgetd_domain::auth::Role::Member)
+        .await;
     let mallory = app.login("mallory").await;
     let r = app
         .client

@@ -15,7 +15,7 @@ mod tree;
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
-use widgetd::widgets;
+use widgetd_domain::widgets;
 
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};

@@ -1,0 +1,236 @@
+//! The per-type contract of `request_clarification`: what one `widget.type`
+//! declares ([`ClarificationType`]), and the registry the clarification
+//! kind finds it in. A type is one small module beside this file
+//! (`choice.rs`); everything else — the tool, the question, the free-text
+//! box, answers without the widget, dismissal, the prompt and its bound,
+//! events, audit — is the clarification kind's (`mod.rs`) or the engine's.
+//! `docs/widgets.md` ("Adding a clarification type") walks through one.
+
+use std::marker::PhantomData;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::annotation::Annotation;
+use super::choice::Choice;
+use super::curation::Curation;
+use super::mapping::Mapping;
+use super::ranking::Ranking;
+use super::table::Table;
+use super::tree::Tree;
+use crate::error::{Error, Result};
+use crate::input::parse_value_at;
+
+/// One `widget.type`: what the agent gives, what the person does with it,
+/// and what comes back as `structured`.
+pub trait ClarificationType: Send + Sync + 'static {
+    /// The `type` value, e.g. `"choice"`.
+    const TYPE: &'static str;
+    /// The `widget` object the agent sends, without its `type`: its JSON
+    /// schema is part of the tool's, so `deny_unknown_fields` at every level.
+    type Input: DeserializeOwned + JsonSchema;
+    /// The validated widget, as stored in `params.widget` (beside `type`).
+    type Params: Serialize + DeserializeOwned;
+    /// The `structured` part of an answer as a JSON answer carries it
+    /// (`deny_unknown_fields`).
+    type Answer: DeserializeOwned;
+
+    /// Validates the agent's widget: every limit a stable code, never
+    /// quoting the input.
+    fn parse(input: Self::Input) -> Result<Self::Params>;
+
+    /// The widget's state when the person did nothing with it: what a JSON
+    /// answer without `structured` means.
+    fn untouched(params: &Self::Params) -> Self::Answer;
+
+    /// Reads the widget's own fields of the form (which sends the whole
+    /// state of its controls, so partial state is kept when the person
+    /// mostly typed). `fields` are all the form's fields but the CSRF token.
+    fn from_form(params: &Self::Params, fields: &[(String, String)]) -> Result<Self::Answer>;
+
+    /// Checks an answer against the params (ids exist, what may change did,
+    /// limits) and returns `structured` as it is stored and returned. A
+    /// refusal has a stable code; nothing is written.
+    fn check(params: &Self::Params, answer: Self::Answer) -> Result<Structured>;
+
+    /// What the resume prompt shows of `structured` (all of it unless the
+    /// type has a shorter faithful form); the kind bounds its length.
+    fn compact(_params: &Self::Params, structured: &Value) -> Value {
+        structured.clone()
+    }
+
+    /// Takes out of the stored params what the agent's view of the widget
+    /// (`get_widget_status`, `GET /api/v1/widgets/{id}`) leaves out, such
+    /// as an image's bytes. Default: nothing.
+    fn public(_params: &mut Value) {}
+}
+
+/// A checked `structured` answer.
+#[derive(Debug)]
+pub struct Structured {
+    /// `structured` as stored, returned and (compacted) prompted.
+    pub value: Value,
+    /// The person used the widget (picked something): without it and
+    /// without free text, the answer is refused as `answer_required`.
+    pub used: bool,
+    /// Texts the person typed into the widget itself (a renamed node, an
+    /// edited cell); like the free text, refused when they hold a stored
+    /// value.
+    pub typed: Vec<String>,
+}
+
+/// Where an answer's `structured` comes from.
+pub enum Source<'a> {
+    /// The form's fields.
+    Form(&'a [(String, String)]),
+    /// A JSON answer's `structured`, if it has one.
+    Json(Option<Value>),
+}
+
+/// A type with its params as stored JSON: what the kind uses.
+pub trait AnyType: Sync {
+    fn name(&self) -> &'static str;
+    /// The agent's `widget` (without `type`) → params as stored (without `type`).
+    fn parse(&self, widget: Value) -> Result<Value>;
+    fn structured(&self, params: &Value, source: Source<'_>) -> Result<Structured>;
+    fn compact(&self, params: &Value, structured: &Value) -> Result<Value>;
+    fn public(&self, params: &mut Value);
+}
+
+struct Entry<T>(PhantomData<fn() -> T>);
+
+impl<T> Entry<T> {
+    const NEW: Self = Self(PhantomData);
+}
+
+/// The params of a stored widget of type `T`.
+pub fn stored<T: ClarificationType>(params: &Value) -> Result<T::Params> {
+    serde_json::from_value(params.clone()).map_err(|e| {
+        Error::Internal(anyhow::anyhow!(
+            "a stored `{}` clarification does not read: {e}",
+            T::TYPE
+        ))
+    })
+}
+
+impl<T: ClarificationType> AnyType for Entry<T> {
+    fn name(&self) -> &'static str {
+        T::TYPE
+    }
+
+    fn parse(&self, widget: Value) -> Result<Value> {
+        let params = T::parse(parse_value_at(widget, "widget")?)?;
+        Ok(serde_json::to_value(params).expect("params serialize"))
+    }
+
+    fn structured(&self, params: &Value, source: Source<'_>) -> Result<Structured> {
+        let params = stored::<T>(params)?;
+        let answer = match source {
+            Source::Form(fields) => T::from_form(&params, fields)?,
+            Source::Json(Some(structured)) => parse_value_at(structured, "structured")?,
+            Source::Json(None) => T::untouched(&params),
+        };
+        T::check(&params, answer)
+    }
+
+    fn compact(&self, params: &Value, structured: &Value) -> Result<Value> {
+        Ok(T::compact(&stored::<T>(params)?, structured))
+    }
+
+    fn public(&self, params: &mut Value) {
+        T::public(params);
+    }
+}
+
+/// Every type `request_clarification` takes. A new type is added here and
+/// to [`WidgetSchema`].
+const TYPES: &[&dyn AnyType] = &[
+    &Entry::<Choice>::NEW,
+    &Entry::<Table>::NEW,
+    &Entry::<Mapping>::NEW,
+    &Entry::<Ranking>::NEW,
+    &Entry::<Curation>::NEW,
+    &Entry::<Tree>::NEW,
+    &Entry::<Annotation>::NEW,
+];
+
+/// The type named `name`.
+pub fn find(name: &str) -> Option<&'static dyn AnyType> {
+    TYPES.iter().copied().find(|t| t.name() == name)
+}
+
+/// The names of the types, for the refusal of an unknown one.
+pub fn names() -> String {
+    TYPES
+        .iter()
+        .map(|t| format!("`{}`", t.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Splits the agent's `widget` object into its type and the rest.
+/// `400 invalid_body` if it is not an object with a string `type`, `422
+/// unknown_widget_type` (listing the types) for a type that does not exist.
+pub fn split(widget: Value) -> Result<(&'static dyn AnyType, Value)> {
+    let Value::Object(mut map) = widget else {
+        return Err(Error::BadRequest {
+            code: "invalid_body",
+            message: "wrong type or value: expected an object (at `widget`)".into(),
+        });
+    };
+    let Some(Value::String(name)) = map.remove("type") else {
+        return Err(Error::BadRequest {
+            code: "invalid_body",
+            message: format!("missing field `type`, one of {} (at `widget`)", names()),
+        });
+    };
+    let ty = find(&name).ok_or_else(|| {
+        Error::invalid(
+            "unknown_widget_type",
+            format!("`widget.type` is one of {}", names()),
+        )
+    })?;
+    Ok((ty, Value::Object(map)))
+}
+
+/// Params as stored: the type's, with their `type`.
+pub fn with_type(ty: &dyn AnyType, params: Value) -> Value {
+    let mut map = match params {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    map.insert("type".into(), Value::from(ty.name()));
+    Value::Object(map)
+}
+
+// `widget` as the tool's schema shows it: one object per type, each with
+// its `type` and the type's own fields. Used for the schema only (its doc
+// comments are what the agent reads); the input is read by [`split`] and
+// the type's `Input`.
+/// The widget that fits the ambiguity, by its `type`.
+#[derive(JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum WidgetSchema {
+    /// Pick one (or, with `multi_select`, several) of 2 to 10 options.
+    Choice(<Choice as ClarificationType>::Input),
+    /// Rows under typed columns; the user edits the cells of editable
+    /// columns only.
+    Table(<Table as ClarificationType>::Input),
+    /// Connect each item of `left` to one of `right` (1 to 200 each).
+    Mapping(<Mapping as ClarificationType>::Input),
+    /// Put 2 to 100 items in order, best first, or, with `tiers`, place
+    /// them in tiers.
+    Ranking(<Ranking as ClarificationType>::Input),
+    /// Prune a list of 1 to 500 items: the user keeps some and removes the
+    /// others, with a search and select-all per group.
+    Curation(<Curation as ClarificationType>::Input),
+    /// Let the user edit a tree of 1 to 500 nodes: move, rename, delete
+    /// or add, as allowed.
+    Tree(<Tree as ClarificationType>::Input),
+    /// Let the user draw on an image (base64 PNG, JPEG or WebP, at most
+    /// 2 MiB) with the given tools.
+    Annotation(<Annotation as ClarificationType>::Input),
+}
