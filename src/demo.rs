@@ -18,10 +18,10 @@ use serde_json::{Value, json};
 use widgetd_domain::audit::{Actor, ClientAddr};
 use widgetd_domain::ids::{SessionId, UserId};
 use widgetd_domain::transcript::{Role, add_message};
-use widgetd_domain::widgets::approval::RequestApprovalInput;
-use widgetd_domain::widgets::ask::AskUserInput;
-use widgetd_domain::widgets::clarification::ClarificationInput;
-use widgetd_domain::widgets::env_vars::RequestEnvVarsInput;
+use widgetd_domain::widgets::kinds::approval::RequestApprovalInput;
+use widgetd_domain::widgets::kinds::ask::AskUserInput;
+use widgetd_domain::widgets::kinds::clarification::ClarificationInput;
+use widgetd_domain::widgets::kinds::env_vars::RequestEnvVarsInput;
 use widgetd_domain::widgets::{
     self, Approval, AskUser, Cause, Clarification, Created, EnvVars, Request, WidgetStatus,
 };

@@ -247,7 +247,7 @@ fn render_writes(out: &mut String) {
         "Reads of the auth epoch (on PostgreSQL with the snapshot stamp), each shared by the requests waiting on it.",
         widgetd_domain::auth::cache::epoch_reads(),
     );
-    let (guessed, refused) = widgetd_domain::widgets::optimistic::counts();
+    let (guessed, refused) = widgetd_domain::widgets::engine::optimistic::counts();
     counter(
         out,
         "widgetd_creations_guessed_total",

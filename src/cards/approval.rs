@@ -3,11 +3,11 @@
 //! direction-changing character made visible, and the decision buttons.
 
 use askama::Template;
-use widgetd_domain::widgets::typed::visible_controls;
+use widgetd_domain::widgets::engine::text::visible_controls;
 
 use crate::cards::{self, Card};
 use widgetd_domain::Result;
-use widgetd_domain::widgets::approval::{ApprovalParams, InputDisplay};
+use widgetd_domain::widgets::kinds::approval::{ApprovalParams, InputDisplay};
 
 /// An approval request as shown.
 struct ApprovalView {
@@ -52,13 +52,13 @@ fn approved_by(result: Option<&serde_json::Value>) -> Vec<String> {
             .iter()
             .filter_map(|n| n.as_str().map(str::to_owned))
             .collect(),
-        None => widgetd_domain::widgets::approval::quorum::names(
+        None => widgetd_domain::widgets::kinds::approval::quorum::names(
             result["approvals"].as_array().map_or(&[], Vec::as_slice),
         ),
     };
     names
         .iter()
-        .map(|n| widgetd_domain::widgets::badge::shown_answerer(n))
+        .map(|n| widgetd_domain::widgets::engine::badge::shown_answerer(n))
         .collect()
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::markdown;
 use crate::cards::{self, Card};
 use widgetd_domain::Result;
-use widgetd_domain::widgets::ask::{AskParams, SimpleKind};
+use widgetd_domain::widgets::kinds::ask::{AskParams, SimpleKind};
 
 /// One choice of a question as shown.
 struct OptionView {

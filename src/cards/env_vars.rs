@@ -6,7 +6,7 @@ use askama::Template;
 use super::markdown;
 use crate::cards::{self, Card};
 use widgetd_domain::Result;
-use widgetd_domain::widgets::env_vars::{EnvVarsParams, ScopeChoice};
+use widgetd_domain::widgets::kinds::env_vars::{EnvVarsParams, ScopeChoice};
 
 /// One input of the form.
 struct NameField {

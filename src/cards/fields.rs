@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::cards::{self, Card};
 use widgetd_domain::Result;
-use widgetd_domain::widgets::fields::check::read_refusal;
-use widgetd_domain::widgets::fields::{FORM_PREFIX, FieldType, FieldsParams};
+use widgetd_domain::widgets::kinds::fields::check::read_refusal;
+use widgetd_domain::widgets::kinds::fields::{FORM_PREFIX, FieldType, FieldsParams};
 
 /// One field as shown.
 struct FieldView {

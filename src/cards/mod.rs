@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use askama::Template;
 use serde_json::Value;
 
-use widgetd_domain::widgets::badge::Badge;
-use widgetd_domain::widgets::kind::{self, Loaded};
+use widgetd_domain::widgets::engine::badge::Badge;
+use widgetd_domain::widgets::engine::kind::{self, Loaded};
 use widgetd_domain::widgets::{WidgetRow, WidgetStatus};
 use widgetd_domain::{Error, clock};
 

@@ -13,7 +13,7 @@ use widgetd_domain::Core;
 use widgetd_domain::audit::{Actor, ClientAddr};
 use widgetd_domain::ids::WidgetId;
 use widgetd_domain::sessions::Session;
-use widgetd_domain::widgets::approval::{self, ApprovalParams};
+use widgetd_domain::widgets::kinds::approval::{self, ApprovalParams};
 use widgetd_domain::widgets::{self, Answered, Approval, Cause, WidgetStatus};
 
 use super::output::Verdict;

@@ -26,8 +26,8 @@ use widgetd_domain::auth::Principal;
 use widgetd_domain::input::{parse_json, parse_query};
 use widgetd_domain::sessions::Session;
 use widgetd_domain::transcript::{self, Role};
-use widgetd_domain::widgets::approval::{ApprovalParams, RequestApprovalInput};
 use widgetd_domain::widgets::check_wait;
+use widgetd_domain::widgets::kinds::approval::{ApprovalParams, RequestApprovalInput};
 
 pub fn router() -> Router<AppState> {
     Router::new().route(

@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 use super::tools::{AgentTools, caller, parse_args, respond};
 use crate::cards::{Vault, Viewer, render_widget};
 use widgetd_domain::sessions;
-use widgetd_domain::widgets::kind::AGENT_CLIENT_KINDS;
+use widgetd_domain::widgets::engine::kind::AGENT_CLIENT_KINDS;
 use widgetd_domain::widgets::{self, AnswerBody, Answerer, WidgetId, WidgetStatus};
 use widgetd_domain::{Error, Result};
 
@@ -302,7 +302,7 @@ async fn view(
 /// An annotation's image as a `data:` URL (the document reaches no origin).
 fn annotation_image(row: &widgets::WidgetRow) -> Option<String> {
     use base64::Engine as _;
-    let (mime, bytes) = widgets::clarification::annotation_image(&row.kind, &row.params)?;
+    let (mime, bytes) = widgets::kinds::clarification::annotation_image(&row.kind, &row.params)?;
     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
     Some(format!("data:{mime};base64,{data}"))
 }

@@ -32,7 +32,7 @@ impl AgentTools {
         retry: Retry,
     ) -> Result<Reply> {
         let mut args = args;
-        let life = widgets::life::split(&mut args, self.state.settings.widget_ttl_ms)?;
+        let life = widgets::engine::life::split(&mut args, self.state.settings.widget_ttl_ms)?;
         R::normalise(&mut args);
         let (params, wait) = widgets::validate::<R>(parse_args(args)?)?;
         if let Some(handle) = retry.state {

@@ -32,11 +32,11 @@ use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
 use serde_json::{Value, json};
 
 use widgetd_domain::widgets::WidgetRow;
-use widgetd_domain::widgets::ask::AskParams;
-use widgetd_domain::widgets::clarification::ClarificationParams;
-use widgetd_domain::widgets::env_vars::EnvVarsParams;
-use widgetd_domain::widgets::kind::AGENT_CLIENT_KINDS;
-use widgetd_domain::widgets::typed::visible_controls;
+use widgetd_domain::widgets::engine::kind::AGENT_CLIENT_KINDS;
+use widgetd_domain::widgets::engine::text::visible_controls;
+use widgetd_domain::widgets::kinds::ask::AskParams;
+use widgetd_domain::widgets::kinds::clarification::ClarificationParams;
+use widgetd_domain::widgets::kinds::env_vars::EnvVarsParams;
 
 /// The key of the one input request of an `input_required` result.
 pub(super) const INPUT_KEY: &str = "person";

@@ -17,7 +17,7 @@ use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
 use super::elicit::shown;
-use widgetd_domain::widgets::fields::{FieldType, FieldsParams};
+use widgetd_domain::widgets::kinds::fields::{FieldType, FieldsParams};
 
 /// A bound as JSON: an integer where it is whole (`integer` schemas take
 /// only integers).

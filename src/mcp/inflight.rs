@@ -8,7 +8,7 @@
 //! and sent, and a `notifications/cancelled` from the same session cancels
 //! the call it names. A call whose answer was handed over acknowledges the
 //! widget's prompt only once its response body has gone out whole and no
-//! cancellation came first (see `widgetd_domain::widgets::delivery`).
+//! cancellation came first (see `widgetd_domain::widgets::engine::delivery`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The tools of a widget's life (`get_widget_status`, `cancel_widget`,
 //! `list_pending_widgets`),
 //! the fields every creating tool shares in its schema (`expires_in_seconds`,
-//! `replaces`, see `widgetd_domain::widgets::life`), and the tool names of other
+//! `replaces`, see `widgetd_domain::widgets::engine::life`), and the tool names of other
 //! systems accepted as aliases of ours.
 
 use std::sync::Arc;
@@ -17,7 +17,8 @@ use serde_json::Value;
 use super::tools::{AgentTools, caller, parse_args, respond, schema};
 use widgetd_domain::access::{self, Caller, Need};
 use widgetd_domain::audit::Actor;
-use widgetd_domain::widgets::{self, Cause, WidgetId, WidgetStatus, WidgetView, life};
+use widgetd_domain::widgets::engine::life;
+use widgetd_domain::widgets::{self, Cause, WidgetId, WidgetStatus, WidgetView};
 use widgetd_domain::{Error, Result};
 
 /// Tool names of the systems widgetd's tools come from, accepted in
@@ -86,7 +87,7 @@ impl AgentTools {
         let agent = caller(ctx)?;
         let id = WidgetId::parse(&input.widget_id).ok_or(Error::NotFound("widget"))?;
         let reason = match input.reason {
-            Some(raw) => widgets::typed::plain_text(&raw, &life::REASON)?,
+            Some(raw) => widgets::engine::text::plain_text(&raw, &life::REASON)?,
             None => None,
         };
         let actor = Actor::Agent(agent.session_id.clone());

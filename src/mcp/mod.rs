@@ -45,7 +45,7 @@ use widgetd_domain::Error;
 use widgetd_domain::audit::ClientAddr;
 use widgetd_domain::auth::tokens::AGENT_TOKEN_PREFIX;
 use widgetd_domain::ids::SessionId;
-use widgetd_domain::widgets::delivery;
+use widgetd_domain::widgets::engine::delivery;
 
 use inflight::{CallKey, InFlight, Message, Peek};
 use sessions::Sessions;

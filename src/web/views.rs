@@ -22,7 +22,7 @@ pub struct WidgetCard {
     /// Who ended it, how, and when: the person's turn in the conversation.
     pub answer: Option<Answer>,
     /// Withdrawn by its agent: why, and what replaced it.
-    pub withdrawn: Option<widgetd_domain::widgets::life::Withdrawn>,
+    pub withdrawn: Option<widgetd_domain::widgets::engine::life::Withdrawn>,
 }
 
 /// A person's answer to a widget, as a line of the conversation.
@@ -45,7 +45,7 @@ fn answer_of(widget: &WidgetRow) -> Option<Answer> {
     let by = |key: &str| {
         result[key]
             .as_str()
-            .map(widgetd_domain::widgets::badge::shown_answerer)
+            .map(widgetd_domain::widgets::engine::badge::shown_answerer)
     };
     let (who, verb) = match widget.status {
         WidgetStatus::Dismissed => (by("dismissed_by")?, "dismissed"),
@@ -93,7 +93,7 @@ pub fn widget_card(
         body: crate::cards::render_widget(widget, viewer, error)?,
         asked: clock::Stamp::from_ms(widget.created_at),
         answer: answer_of(widget),
-        withdrawn: widgetd_domain::widgets::life::withdrawn(widget),
+        withdrawn: widgetd_domain::widgets::engine::life::withdrawn(widget),
     })
 }
 

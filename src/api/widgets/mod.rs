@@ -21,10 +21,11 @@ use widgetd_domain::access::{self, Caller, Need};
 use widgetd_domain::audit::{Actor, ClientAddr};
 use widgetd_domain::auth::Principal;
 use widgetd_domain::input::{parse_json, parse_value};
+use widgetd_domain::widgets::engine::{life, text};
 use widgetd_domain::widgets::{
     AnswerBody, Answerer, Approval, Ask, AskUser, Cause, Clarification, EnvVars, Request, WidgetId,
     WidgetStatus, WidgetView, after_waiting, archive_session, create_living, dismiss_widget,
-    get_widget, life, submit, typed, validate,
+    get_widget, submit, validate,
 };
 
 pub fn router() -> Router<AppState> {
@@ -179,7 +180,7 @@ async fn cancel_widget(
         false => parse_json::<CancelJson>(&body)?.reason,
     };
     let reason = match raw {
-        Some(raw) => typed::plain_text(&raw, &life::REASON)?,
+        Some(raw) => text::plain_text(&raw, &life::REASON)?,
         None => None,
     };
     let actor = actor_of(&principal);
@@ -361,7 +362,7 @@ fn dismissal_note(
         false => parse_json::<DismissJson>(body)?.note,
     };
     match raw {
-        Some(raw) => typed::plain_text(&raw, &typed::NOTE),
+        Some(raw) => text::plain_text(&raw, &text::NOTE),
         None => Ok(None),
     }
 }

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
 use widgetd_domain::Core;
-use widgetd_domain::widgets::delivery::{Answered, Waited, acknowledge};
+use widgetd_domain::widgets::engine::delivery::{Answered, Waited, acknowledge};
 
 /// A REST response of what a call that waited got, whose prompt is
 /// acknowledged once its body is sent.

@@ -15,11 +15,11 @@ use askama::Template;
 use serde_json::Value;
 use widgetd_domain::Error;
 use widgetd_domain::widgets::WidgetStatus;
-use widgetd_domain::widgets::clarification::annotation::Annotation;
-use widgetd_domain::widgets::clarification::mapping::Mapping;
-use widgetd_domain::widgets::clarification::tree::Tree;
-use widgetd_domain::widgets::clarification::types::stored;
-use widgetd_domain::widgets::clarification::{
+use widgetd_domain::widgets::kinds::clarification::annotation::Annotation;
+use widgetd_domain::widgets::kinds::clarification::mapping::Mapping;
+use widgetd_domain::widgets::kinds::clarification::tree::Tree;
+use widgetd_domain::widgets::kinds::clarification::types::stored;
+use widgetd_domain::widgets::kinds::clarification::{
     Choice, ClarificationParams, ClarificationType, Curation, MAX_FREEFORM_CHARS, Ranking, Table,
 };
 

@@ -2,7 +2,7 @@
 
 use askama::Template;
 use serde_json::Value;
-use widgetd_domain::widgets::clarification::table::*;
+use widgetd_domain::widgets::kinds::clarification::table::*;
 
 use super::{Mode, Part};
 use crate::cards::{self};

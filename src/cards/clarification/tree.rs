@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
 use serde_json::Value;
-use widgetd_domain::widgets::clarification::items::shown_metadata;
-use widgetd_domain::widgets::clarification::tree::*;
+use widgetd_domain::widgets::kinds::clarification::items::shown_metadata;
+use widgetd_domain::widgets::kinds::clarification::tree::*;
 
 use super::{Mode, Part};
 use crate::cards;

@@ -20,7 +20,7 @@ use widgetd_domain::access::{self, Caller, Need};
 use widgetd_domain::audit::{Actor, ClientAddr};
 use widgetd_domain::clock;
 use widgetd_domain::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
-use widgetd_domain::widgets::approval;
+use widgetd_domain::widgets::kinds::approval;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "settings_env.html")]

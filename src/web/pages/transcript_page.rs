@@ -337,7 +337,8 @@ pub async fn view_widget_image_get(
     let id = WidgetId::parse(&id).ok_or(Error::NotFound("widget"))?;
     let row = widgets::get_widget(&mut *state.db.read.acquire().await?, &id).await?;
     readable(&state, &user, row.session_id.as_str()).await?;
-    let (content_type, bytes) = widgets::clarification::annotation_image(&row.kind, &row.params)
-        .ok_or(Error::NotFound("image"))?;
+    let (content_type, bytes) =
+        widgets::kinds::clarification::annotation_image(&row.kind, &row.params)
+            .ok_or(Error::NotFound("image"))?;
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }

@@ -7,51 +7,30 @@
 //! is the only way out, so concurrent answers cannot both win and a crash
 //! leaves either the old state or the whole new one.
 //!
-//! Each kind is one module (`env_vars`, `ask`, `approval`,
-//! `clarification`) implementing the
-//! traits of [`kind`]; the lifecycle they share is in [`engine`], waiting
-//! for an answer in `wait.rs`, the cards' common parts in [`card`].
+//! Two halves: [`engine`], the machinery every kind shares (the traits a
+//! kind implements, creation, the lifecycle, the resume prompt's delivery,
+//! waiting, the rows and their cache), and [`kinds`], one module per kind
+//! (`env_vars`, `ask`, `approval`, `clarification`, `fields`) that
+//! declares only what differs. The cards are the server's (`src/cards/`).
 
-pub mod approval;
-pub mod ask;
-pub mod badge;
-mod cache;
-pub mod clarification;
-mod create;
-pub mod delivery;
-mod engine;
-pub mod env_vars;
-pub mod fields;
-mod grouped;
-pub mod kind;
-pub mod life;
-mod notices;
-pub mod optimistic;
-#[cfg(test)]
-mod properties;
-mod resolution;
-mod store;
-pub mod typed;
-mod votes;
-mod wait;
+pub mod engine;
+pub mod kinds;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::AnyConnection;
 
 pub use crate::ids::WidgetId;
-pub use approval::Approval;
-pub use ask::{Ask, AskUser, Questions};
-pub use cache::RowCache;
-pub use clarification::Clarification;
-pub use create::{MAX_PENDING_PER_SESSION, create, create_living, validate};
-pub use delivery::{Answered, Waited};
-pub use engine::{archive_session, dismiss_widget, expire_due, expire_unwaited, live, submit};
-pub use env_vars::EnvVars;
-pub use fields::Fields;
-pub use kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
-pub use store::WidgetRow;
-pub use wait::{MAX_WAIT_SECS, NEXT_TURN, after_waiting, check_wait, wait_for_answer};
+pub use engine::cache::RowCache;
+pub use engine::create::{MAX_PENDING_PER_SESSION, create, create_living, validate};
+pub use engine::delivery::{Answered, Waited};
+pub use engine::kind::{AnswerBody, Answerer, Kind, MCP_APP, MCP_CLIENT, Request};
+pub use engine::lifecycle::{
+    archive_session, dismiss_widget, expire_due, expire_unwaited, live, submit,
+};
+pub use engine::store::WidgetRow;
+pub use engine::wait::{MAX_WAIT_SECS, NEXT_TURN, after_waiting, check_wait, wait_for_answer};
+pub use kinds::{Approval, Ask, AskUser, Clarification, EnvVars, Fields, Questions};
 
 use crate::Core;
 use crate::audit::{Actor, ClientAddr};
@@ -119,7 +98,7 @@ impl From<WidgetRow> for WidgetView {
     fn from(w: WidgetRow) -> Self {
         let parse = |text: &str| serde_json::from_str(text).unwrap_or(Value::Null);
         let mut params = parse(&w.params);
-        kind::public_params(&w.kind, &mut params);
+        engine::kind::public_params(&w.kind, &mut params);
         Self {
             params,
             result: w.result.as_deref().map(parse),
@@ -142,7 +121,7 @@ pub struct Cause<'a> {
 
 /// The widget `id`, or 404.
 pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> Result<WidgetRow> {
-    store::find(conn, id)
+    engine::store::find(conn, id)
         .await?
         .ok_or(Error::NotFound("widget"))
 }
@@ -188,7 +167,7 @@ pub async fn widgets_of_messages(
     from: i64,
     to: i64,
 ) -> Result<Vec<WidgetRow>> {
-    Ok(store::of_messages(conn, session, from, to).await?)
+    Ok(engine::store::of_messages(conn, session, from, to).await?)
 }
 
 /// Every widget of a session, oldest first.
@@ -196,5 +175,5 @@ pub async fn session_widgets(
     conn: &mut AnyConnection,
     session: &SessionId,
 ) -> Result<Vec<WidgetRow>> {
-    Ok(store::of_session(conn, session).await?)
+    Ok(engine::store::of_session(conn, session).await?)
 }

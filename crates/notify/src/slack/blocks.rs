@@ -12,10 +12,10 @@
 use serde_json::{Value, json};
 
 use widgetd_domain::clock;
-use widgetd_domain::widgets::approval::{ApprovalParams, InputDisplay};
-use widgetd_domain::widgets::ask::AskParams;
-use widgetd_domain::widgets::kind;
-use widgetd_domain::widgets::typed::visible_controls;
+use widgetd_domain::widgets::engine::kind;
+use widgetd_domain::widgets::engine::text::visible_controls;
+use widgetd_domain::widgets::kinds::approval::{ApprovalParams, InputDisplay};
+use widgetd_domain::widgets::kinds::ask::AskParams;
 use widgetd_domain::widgets::{WidgetRow, WidgetStatus};
 
 /// Slack's limits: a section's text, a button's text.
@@ -85,7 +85,9 @@ pub fn answer_fields(widget: &WidgetRow, choice: &Choice) -> Option<Vec<(String,
     }
 }
 
-fn one_choice_question(params: &AskParams) -> Option<&widgetd_domain::widgets::ask::Question> {
+fn one_choice_question(
+    params: &AskParams,
+) -> Option<&widgetd_domain::widgets::kinds::ask::Question> {
     match params.questions.as_slice() {
         [q] if !q.multi_select && q.options.iter().all(|o| o.preview_markdown.is_none()) => Some(q),
         _ => None,
