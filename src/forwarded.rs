@@ -9,10 +9,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::{ConnectInfo, Request};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
-use axum::response::Response;
 
 /// An address or a CIDR range (`10.0.0.0/8`, `::1`, `fd00::/8`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,23 +122,6 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> IpAd
         }
     }
     client
-}
-
-/// Replaces the request's peer address with the client's when the peer is
-/// a trusted proxy, for every extractor that reads it (`ClientAddr`).
-pub async fn resolve_client(
-    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    if !state.config.trusted_proxies.is_empty()
-        && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>()
-    {
-        let client = client_ip(peer.ip(), request.headers(), &state.config.trusted_proxies);
-        let rewritten = SocketAddr::new(client, peer.port());
-        request.extensions_mut().insert(ConnectInfo(rewritten));
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]

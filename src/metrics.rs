@@ -93,7 +93,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Metrics {
     /// A request to `route` answered with `status` after `seconds`;
-    /// `waited` when it was held waiting (see `stream_limits::hold_waits`).
+    /// `waited` when it was held waiting (see `middleware::hold_waits`).
     pub fn observe(&self, route: &str, status: u16, seconds: f64, waited: bool) {
         if waited {
             let mut waits = lock(&self.waits);
@@ -247,7 +247,7 @@ fn render_writes(out: &mut String) {
         "Reads of the auth epoch (on PostgreSQL with the snapshot stamp), each shared by the requests waiting on it.",
         widgetd_domain::auth::cache::epoch_reads(),
     );
-    let (guessed, refused) = widgetd_domain::widgets::engine::optimistic::counts();
+    let (guessed, refused) = widgetd_domain::widgets::engine::store::guess::counts();
     counter(
         out,
         "widgetd_creations_guessed_total",

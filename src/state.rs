@@ -9,8 +9,10 @@ use widgetd_domain::Core;
 use widgetd_domain::crypto::Keyring;
 use widgetd_domain::db::Db;
 
+use crate::metrics::Metrics;
 use crate::settings::Settings;
-use crate::{ops, stream_limits, web};
+use crate::stream_limits::OpenStreams;
+use crate::web::shown_once::ShownOnce;
 
 /// Everything a request handler may use: the domain's [`Core`] (which
 /// `Inner` derefs to, so `state.db` and `&state` as `&Core` work) and what
@@ -20,11 +22,11 @@ pub struct Inner {
     pub core: Arc<Core>,
     /// The daemon's settings; the domain's part is also `core.settings`.
     pub config: Settings,
-    pub metrics: ops::Metrics,
+    pub metrics: Metrics,
     /// Agent tokens waiting to be shown once after a redirect.
-    pub shown_once: web::ShownOnce,
+    pub shown_once: ShownOnce,
     /// Open event streams and long-polls, capped per caller and address.
-    pub open_streams: stream_limits::OpenStreams,
+    pub open_streams: OpenStreams,
 }
 
 impl Deref for Inner {
@@ -53,9 +55,9 @@ impl AppState {
         Self(Arc::new(Inner {
             core,
             config: settings.normalized(),
-            metrics: ops::Metrics::default(),
-            shown_once: web::ShownOnce::default(),
-            open_streams: stream_limits::OpenStreams::default(),
+            metrics: Metrics::default(),
+            shown_once: ShownOnce::default(),
+            open_streams: OpenStreams::default(),
         }))
     }
 }

@@ -10,17 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::error::WebResult;
-use crate::state::AppState;
 use widgetd_domain::Error;
-use widgetd_domain::audit::ClientAddr;
 use widgetd_domain::auth::Principal;
 use widgetd_domain::ids::UserId;
 
@@ -77,134 +69,9 @@ impl OpenStreams {
     }
 }
 
-/// A bearer call still running after this long waits for something (a
-/// person's answer, a prompt): it takes a place in the caps and is
-/// re-authorized while it waits.
-const WAITING_AFTER: Duration = Duration::from_secs(1);
-/// How often a waiting call re-checks its token when nothing ended it.
-pub const RECHECK: Duration = Duration::from_secs(10);
-/// How long a long-poll whose token fails the first check may take to
-/// answer it itself: each route refuses a bad token in its own words (a
-/// Claude Code hook with a deny that says what to fix), at once.
-const OWN_REFUSAL: Duration = Duration::from_secs(5);
-
-/// Holds every bearer-token call that waits to what an event stream is
-/// held to: it counts against the caps (from the start for a `?wait=N`
-/// long-poll, after [`WAITING_AFTER`] for a `wait_seconds` call), and its
-/// token is checked again every [`RECHECK`] and once more when the answer
-/// is ready. A token revoked meanwhile (its user disabled, its session
-/// archived) gets `401` instead of the answer; the answer's prompt then
-/// stays queued, as for a caller that went away.
-pub async fn hold_waits(
-    State(state): State<AppState>,
-    client: ClientAddr,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(token) = bearer(&request) else {
-        return next.run(request).await;
-    };
-    let long_poll = request.uri().query().is_some_and(|q| {
-        q.split('&')
-            .any(|pair| pair.strip_prefix("wait=").is_some_and(|w| w != "0"))
-    });
-    let call = next.run(request);
-    tokio::pin!(call);
-    if !long_poll {
-        tokio::select! {
-            response = &mut call => return response,
-            () = tokio::time::sleep(WAITING_AFTER) => {}
-        }
-    }
-    // Every check runs while the call goes on: a call may hold a database
-    // connection or the write lock that the check itself waits for.
-    let principal = match alongside(call.as_mut(), recheck(&state, &token)).await {
-        // A long-poll answered before its first check: the call authorized
-        // the token itself a moment ago, and answered in its own words.
-        Either::Done(mut response) if long_poll => {
-            response.extensions_mut().insert(Waited);
-            return response;
-        }
-        Either::Done(response) => return finish(&state, &token, response).await,
-        Either::Checked(Ok(principal)) => principal,
-        Either::Checked(Err(refused)) if long_poll => {
-            return tokio::time::timeout(OWN_REFUSAL, call)
-                .await
-                .unwrap_or(refused);
-        }
-        Either::Checked(Err(refused)) => return refused,
-    };
-    let slot = state
-        .open_streams
-        .open(caller_key(Some(&principal), None), client.0.as_deref());
-    let _slot = match slot {
-        Ok(slot) => slot,
-        Err(err) => return err.into_response(),
-    };
-    loop {
-        let tick = async {
-            tokio::time::sleep(RECHECK).await;
-            recheck(&state, &token).await
-        };
-        match alongside(call.as_mut(), tick).await {
-            Either::Done(response) => return finish(&state, &token, response).await,
-            Either::Checked(Ok(_)) => {}
-            Either::Checked(Err(refused)) => return refused,
-        }
-    }
-}
-
-/// What ended first: the call, or the check run beside it.
-enum Either<T> {
-    Done(Response),
-    Checked(T),
-}
-
-/// Drives `call` and `check` together until one of them ends.
-async fn alongside<F, C>(call: std::pin::Pin<&mut F>, check: C) -> Either<C::Output>
-where
-    F: Future<Output = Response>,
-    C: Future,
-{
-    tokio::select! {
-        response = call => Either::Done(response),
-        checked = check => Either::Checked(checked),
-    }
-}
-
-/// The answer of a call that waited, if its token still holds.
-async fn finish(
-    state: &AppState,
-    token: &secrecy::SecretString,
-    mut response: Response,
-) -> Response {
-    response.extensions_mut().insert(Waited);
-    match recheck(state, token).await {
-        Ok(_) => response,
-        Err(refused) => refused,
-    }
-}
-
 /// Marks a response to a call that waited, for the metrics.
 #[derive(Debug, Clone, Copy)]
 pub struct Waited;
-
-fn bearer(request: &Request) -> Option<secrecy::SecretString> {
-    let value = request.headers().get(AUTHORIZATION)?.to_str().ok()?;
-    let token = value.strip_prefix("Bearer ")?.trim();
-    Some(token.to_owned().into())
-}
-
-/// The token's principal now (an auth epoch read fresh for a request
-/// arriving now, not what the call saw when it arrived), or the `401` to answer with.
-async fn recheck(state: &AppState, token: &secrecy::SecretString) -> Result<Principal, Response> {
-    use secrecy::ExposeSecret;
-    state
-        .auth_cache
-        .arrival(Principal::resolve(state, token.expose_secret()))
-        .await
-        .map_err(|err| crate::error::WebError::from(err).into_response())
-}
 
 /// Whose cap a stream counts against: a user (any of their tokens and
 /// browser sessions) or an agent's session.

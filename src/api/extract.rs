@@ -18,7 +18,7 @@ impl FromRequestParts<AppState> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
     /// The TCP peer's address, or behind a trusted proxy the client's it
-    /// named (`forwarded::resolve_client` puts it in place first).
+    /// named (`middleware::resolve_client` puts it in place first).
     async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
         Ok(client_of(&parts.extensions))
     }

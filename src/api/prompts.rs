@@ -47,7 +47,7 @@ async fn list_prompts(
 ) -> WebResult<Json<Value>> {
     let session = access::authorize(&state, (&principal).into(), &id, Need::Host).await?;
     // A waiting poll holds a place in the stream caps and is re-authorized
-    // while it waits: `stream_limits::hold_waits`, around every route.
+    // while it waits: `middleware::hold_waits`, around every route.
     let wait: WaitQuery = parse_query(query.as_deref())?;
     let deadline = Instant::now() + Duration::from_secs(wait.wait.min(MAX_WAIT_SECS));
     // Subscribe before the first read, so a prompt queued in between wakes us.

@@ -44,7 +44,7 @@ struct CreateSessionBody {
     /// `form`, `both`; `url` when absent: form mode only by this opt-in);
     /// the daemon's `--elicitation` narrows it further.
     #[serde(default)]
-    elicitation: Option<crate::mcp::Elicitation>,
+    elicitation: Option<widgetd_domain::sessions::Elicitation>,
 }
 
 /// The answer to a session creation, shared by the API and the CLI.

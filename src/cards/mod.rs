@@ -13,7 +13,7 @@ use askama::Template;
 use serde_json::Value;
 
 use widgetd_domain::widgets::engine::badge::Badge;
-use widgetd_domain::widgets::engine::kind::{self, Loaded};
+use widgetd_domain::widgets::engine::kind::Loaded;
 use widgetd_domain::widgets::{WidgetRow, WidgetStatus};
 use widgetd_domain::{Error, clock};
 
@@ -132,7 +132,7 @@ pub fn render_widget(
     viewer: &Viewer<'_>,
     error: Option<&FormError>,
 ) -> Result<String> {
-    let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+    let loaded = widgetd_domain::widgets::kinds::load_or_lapsed(&widget.kind, &widget.params);
     let result: Option<Value> = widget
         .result
         .as_deref()

@@ -6,7 +6,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use super::commands::operator_audit;
 use super::{TokenCommand, UserCommand};
 use widgetd_domain::audit::Entry;
 use widgetd_domain::auth::{self, passwords, tokens::TokenScopes};
@@ -39,7 +38,7 @@ pub(super) async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()>
             let (password, generated) = password_from(password_stdin)?;
             let shown = generated.then(|| SecretString::from(password.expose_secret()));
             let user = auth::create_user(&mut tx, &name, role, password).await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "user.add",
@@ -63,7 +62,7 @@ pub(super) async fn user(data: &DataDir, cmd: UserCommand) -> anyhow::Result<()>
             let (password, generated) = password_from(password_stdin)?;
             let shown = generated.then(|| SecretString::from(password.expose_secret()));
             auth::set_password(&mut tx, &name, password).await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "user.passwd",
@@ -100,7 +99,7 @@ pub(super) async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<(
             let scopes = TokenScopes::parse(&scope)?;
             let owner = auth::find_user(&mut tx, &user).await?;
             let (id, token) = auth::create_api_token(&mut tx, &owner.id, &scopes).await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "token.create",
@@ -124,7 +123,7 @@ pub(super) async fn token(data: &DataDir, cmd: TokenCommand) -> anyhow::Result<(
             let id =
                 TokenId::parse(&id).context("a token id is a UUID, as printed by `token list`")?;
             auth::revoke_api_token(&mut tx, &id).await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "token.revoke",

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::exec::{self, ExecOptions};
 use crate::web::DbSessionStore;
-use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
+use widgetd_domain::audit::Entry;
 use widgetd_domain::auth::{self, Role, passwords};
 use widgetd_domain::db::{DB_FILE, DatabaseUrl};
 use widgetd_domain::startup::{self, DataDir};
@@ -339,7 +339,7 @@ async fn bootstrap_admin(data: &DataDir) -> anyhow::Result<Bootstrap> {
         .context(
             "cannot create the first admin (check WIDGETD_ADMIN_PASSWORD: at least 12 characters)",
         )?;
-    operator_audit(
+    widgetd_domain::audit::append_by_operator(
         &mut tx,
         Entry {
             action: "user.add",
@@ -363,14 +363,4 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
         }
         tracing::info!("shutting down: finishing requests in flight");
     })
-}
-
-/// Records what an operator did at the command line: actor `cli`, no
-/// client address, never a value.
-pub(super) async fn operator_audit(
-    tx: &mut widgetd_domain::db::WriteTx,
-    entry: Entry<'_>,
-) -> anyhow::Result<()> {
-    audit::append(tx, &Actor::Operator, &ClientAddr::default(), entry).await?;
-    Ok(())
 }

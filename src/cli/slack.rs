@@ -6,7 +6,6 @@ use anyhow::Context;
 use clap::Subcommand;
 use secrecy::SecretString;
 
-use super::commands::operator_audit;
 use widgetd_domain::audit::Entry;
 use widgetd_domain::startup::DataDir;
 use widgetd_notify::slack::{self, Credentials};
@@ -63,7 +62,7 @@ pub(super) async fn run(data: &DataDir, cmd: SlackCommand) -> anyhow::Result<()>
                 action: "slack.connect",
                 ..Default::default()
             };
-            operator_audit(&mut tx, entry).await?;
+            widgetd_domain::audit::append_by_operator(&mut tx, entry).await?;
             tx.commit().await?;
             println!(
                 "Slack is connected. People link their Slack user in widgetd's Slack settings."
@@ -91,7 +90,7 @@ pub(super) async fn run(data: &DataDir, cmd: SlackCommand) -> anyhow::Result<()>
                     action: "slack.disconnect",
                     ..Default::default()
                 };
-                operator_audit(&mut tx, entry).await?;
+                widgetd_domain::audit::append_by_operator(&mut tx, entry).await?;
                 tx.commit().await?;
                 println!("Slack is disconnected.");
             } else {

@@ -7,7 +7,6 @@ use anyhow::Context;
 use secrecy::SecretString;
 use zeroize::Zeroizing;
 
-use super::commands::operator_audit;
 use super::{EnvCommand, KeysCommand};
 use widgetd_domain::audit::Entry;
 use widgetd_domain::auth::{self};
@@ -59,7 +58,11 @@ pub(super) async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
                 &owner.id,
             )
             .await?;
-            operator_audit(&mut tx, env_entry("env.set", &target, &name, &user)).await?;
+            widgetd_domain::audit::append_by_operator(
+                &mut tx,
+                env_entry("env.set", &target, &name, &user),
+            )
+            .await?;
             tx.commit().await?;
             println!("set {name} ({}) for {user}", target.scope());
         }
@@ -72,7 +75,11 @@ pub(super) async fn env(data: &DataDir, cmd: EnvCommand) -> anyhow::Result<()> {
             let name = EnvVarName::parse(&name)?;
             let target = target_of(session)?;
             secrets::delete_value(&mut tx, &owner.id, &target, &name).await?;
-            operator_audit(&mut tx, env_entry("env.delete", &target, &name, &user)).await?;
+            widgetd_domain::audit::append_by_operator(
+                &mut tx,
+                env_entry("env.delete", &target, &name, &user),
+            )
+            .await?;
             tx.commit().await?;
             println!("deleted {name} ({}) of {user}", target.scope());
         }
@@ -118,7 +125,7 @@ pub(super) async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()>
         KeysCommand::Rotate => {
             let mut tx = data.db.begin_write_exclusive().await?;
             let id = data.keyring.rotate(&mut tx).await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "keys.rotate",
@@ -139,7 +146,7 @@ pub(super) async fn keys(data: &DataDir, cmd: KeysCommand) -> anyhow::Result<()>
             })
             .await?;
             let mut tx = data.db.begin_write().await?;
-            operator_audit(
+            widgetd_domain::audit::append_by_operator(
                 &mut tx,
                 Entry {
                     action: "keys.reencrypt",
@@ -202,7 +209,7 @@ async fn rekey(data: &DataDir, new_key_stdin: bool) -> anyhow::Result<()> {
 async fn rewrap_all(data: &DataDir, new: &MasterKey) -> anyhow::Result<usize> {
     let mut tx = data.db.begin_write_exclusive().await?;
     let count = rewrap_keyring(&mut tx, &data.master, new).await?;
-    operator_audit(
+    widgetd_domain::audit::append_by_operator(
         &mut tx,
         Entry {
             action: "keys.rekey",

@@ -12,9 +12,9 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use serde_json::{Value, json};
 
+use super::agent::{AgentTools, caller, gone};
 use super::elicit;
 use super::inflight::CallKey;
-use super::tools::{AgentTools, caller, gone};
 use widgetd_domain::widgets::{
     self, AnswerBody, Answerer, Created, Request, WidgetId, WidgetStatus,
 };

@@ -38,7 +38,7 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::tools::{AgentTools, caller, parse_args, respond};
+use super::agent::{AgentTools, caller, parse_args, respond};
 use crate::cards::{Vault, Viewer, render_widget};
 use widgetd_domain::sessions;
 use widgetd_domain::widgets::engine::kind::AGENT_CLIENT_KINDS;

@@ -11,8 +11,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::Value;
 
+use super::agent::{AgentTools, caller, gone, parse_args, respond, schema};
 use super::inflight::CallKey;
-use super::tools::{AgentTools, caller, gone, parse_args, respond, schema};
 use super::{Elicitation, elicit};
 use widgetd_domain::Result;
 use widgetd_domain::audit::Actor;

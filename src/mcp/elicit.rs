@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 
 use widgetd_domain::widgets::WidgetRow;
 use widgetd_domain::widgets::engine::kind::AGENT_CLIENT_KINDS;
-use widgetd_domain::widgets::engine::text::visible_controls;
+use widgetd_domain::widgets::engine::text::{on_one_line, visible_controls};
 use widgetd_domain::widgets::kinds::ask::AskParams;
 use widgetd_domain::widgets::kinds::clarification::ClarificationParams;
 use widgetd_domain::widgets::kinds::env_vars::EnvVarsParams;
@@ -50,18 +50,9 @@ pub(super) fn has_form(kind: &str) -> bool {
     AGENT_CLIENT_KINDS.contains(&kind)
 }
 
-/// The agent's text as a client shows it: whole, hidden characters made
-/// visible, on one line (a line break shown as `⏎`), so that it cannot
-/// draw a line of its own.
-pub(super) fn shown(text: &str) -> String {
-    visible_controls(text)
-        .replace('\n', " ⏎ ")
-        .replace('\t', " ")
-}
-
 /// The agent's text quoted after widgetd's own words.
 fn quoted(text: &str) -> String {
-    Value::from(shown(text)).to_string()
+    Value::from(on_one_line(text)).to_string()
 }
 
 /// Whether `label` can be sent as an enum value the person sees as is.
@@ -164,8 +155,8 @@ fn questions(params: &AskParams) -> Option<(String, JsonObject)> {
             return None;
         }
         let title = match q.header.trim() {
-            "" => shown(&q.question),
-            header => format!("{}: {}", shown(header), shown(&q.question)),
+            "" => on_one_line(&q.question),
+            header => format!("{}: {}", on_one_line(header), on_one_line(&q.question)),
         };
         let mut answer = if q.multi_select {
             json!({ "type": "array", "title": title, "items": { "type": "string", "enum": labels } })
@@ -193,7 +184,7 @@ fn questions(params: &AskParams) -> Option<(String, JsonObject)> {
         }
     }
     let message = match params.questions.as_slice() {
-        [one] => shown(&one.question),
+        [one] => on_one_line(&one.question),
         many => format!("The agent asks you {} questions.", many.len()),
     };
     let schema = json!({ "type": "object", "properties": properties, "required": required });
@@ -255,7 +246,7 @@ fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
             for (i, item) in left.iter().enumerate() {
                 properties.insert(
                     format!("map.{i}"),
-                    json!({ "type": "string", "title": shown(item["label"].as_str()?), "oneOf": right }),
+                    json!({ "type": "string", "title": on_one_line(item["label"].as_str()?), "oneOf": right }),
                 );
             }
         }
@@ -270,14 +261,16 @@ fn clarification(params: &ClarificationParams) -> Option<(String, JsonObject)> {
         }),
     );
     let schema = json!({ "type": "object", "properties": properties });
-    Some((shown(&params.question), object(schema)))
+    Some((on_one_line(&params.question), object(schema)))
 }
 
 /// Items (`{id, label}`) as titled options: `{const: id, title: label}`.
 fn titled(items: &[Value]) -> Option<Vec<Value>> {
     items
         .iter()
-        .map(|i| Some(json!({ "const": i["id"].as_str()?, "title": shown(i["label"].as_str()?) })))
+        .map(|i| {
+            Some(json!({ "const": i["id"].as_str()?, "title": on_one_line(i["label"].as_str()?) }))
+        })
         .collect()
 }
 

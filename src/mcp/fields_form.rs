@@ -16,7 +16,7 @@
 use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
-use super::elicit::shown;
+use widgetd_domain::widgets::engine::text::on_one_line;
 use widgetd_domain::widgets::kinds::fields::{FieldType, FieldsParams};
 
 /// A bound as JSON: an integer where it is whole (`integer` schemas take
@@ -43,9 +43,9 @@ pub(super) fn form(params: &FieldsParams) -> Option<(String, JsonObject)> {
             _ => "string",
         };
         p.insert("type".into(), json!(ty));
-        p.insert("title".into(), json!(shown(&f.label)));
+        p.insert("title".into(), json!(on_one_line(&f.label)));
         if let Some(d) = &f.description {
-            p.insert("description".into(), json!(shown(d)));
+            p.insert("description".into(), json!(on_one_line(d)));
         }
         let format = match t {
             FieldType::Email => Some("email"),
@@ -80,7 +80,7 @@ pub(super) fn form(params: &FieldsParams) -> Option<(String, JsonObject)> {
     }
     let schema = json!({ "type": "object", "properties": properties, "required": required });
     match schema {
-        Value::Object(map) => Some((shown(&params.question), map)),
+        Value::Object(map) => Some((on_one_line(&params.question), map)),
         _ => None,
     }
 }

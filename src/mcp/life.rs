@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tools::{AgentTools, caller, parse_args, respond, schema};
+use super::agent::{AgentTools, caller, parse_args, respond, schema};
 use widgetd_domain::access::{self, Caller, Need};
 use widgetd_domain::audit::Actor;
 use widgetd_domain::widgets::engine::life;

@@ -9,6 +9,7 @@
 //! 2026-07-28) declares elicitation or MCP Apps (see [`sessions`] and
 //! [`apps`]).
 
+mod agent;
 mod answers;
 mod apps;
 mod create;
@@ -47,9 +48,9 @@ use widgetd_domain::auth::tokens::AGENT_TOKEN_PREFIX;
 use widgetd_domain::ids::SessionId;
 use widgetd_domain::widgets::engine::delivery;
 
+use agent::AgentTools;
 use inflight::{CallKey, InFlight, Message, Peek};
 use sessions::Sessions;
-use tools::AgentTools;
 
 /// What `initialize` tells the agent.
 pub(super) const INSTRUCTIONS: &str = "widgetd lets you ask the user for input through forms shown inline in \

@@ -8,8 +8,8 @@ use rmcp::model::{CallToolResponse, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 
+use super::agent::AgentTools;
 use super::create::{Retry, input_schema, reply};
-use super::tools::AgentTools;
 use widgetd_domain::widgets::{Ask, AskUser, Clarification};
 
 #[tool_router(router = question_tools, vis = "pub(super)")]

@@ -6,7 +6,7 @@ pub mod auth;
 pub mod pages;
 mod session_settings;
 mod session_store;
-mod shown_once;
+pub mod shown_once;
 mod slack;
 mod views;
 mod webhooks;

@@ -379,7 +379,7 @@ const CONFIRM: fn() -> Value = || json!({ "question": "Deploy now?" });
 
 /// An app whose operator allows both modes (`serve --elicitation both`).
 pub(crate) async fn form_app() -> TestApp {
-    spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Both).await
+    spawn_app_with(|s| s.domain.elicitation = widgetd_domain::sessions::Elicitation::Both).await
 }
 
 /// `user`'s scene, with a session whose host opted in to both modes.
@@ -966,7 +966,8 @@ async fn a_key_given_while_its_call_is_open_still_starts_the_next_turn() {
 #[tokio::test]
 async fn the_operator_and_the_session_choose_the_modes() {
     // The daemon allows URL mode only: questions stay in the transcript.
-    let app = spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Url).await;
+    let app =
+        spawn_app_with(|s| s.domain.elicitation = widgetd_domain::sessions::Elicitation::Url).await;
     let (alice, modes) = opted_in_as(&app, "alice", "both").await;
     assert_eq!(modes, "url");
     let mut desk = desk(&app, &alice.agent, Declares::Both, true).await;
@@ -1180,7 +1181,8 @@ async fn an_mcp_session_is_made_only_for_elicitation_and_serves_only_its_agent()
     );
 
     // An operator who turned elicitation off gets no sessions either.
-    let app = spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Off).await;
+    let app =
+        spawn_app_with(|s| s.domain.elicitation = widgetd_domain::sessions::Elicitation::Off).await;
     let alice = scene(&app, "alice").await;
     assert_eq!(
         raw_initialize(&app, &alice.agent, json!({ "elicitation": {} })).await,

@@ -18,7 +18,7 @@ use crate::Core;
 use crate::db::WriteTx;
 use crate::error::Result;
 use crate::ids::SessionId;
-use crate::widgets::WidgetStatus;
+use crate::widgets::engine::row::WidgetStatus;
 
 /// A widget's change, as a notifier is told of it. Never a value.
 pub struct Change<'a> {

@@ -9,7 +9,7 @@ use sqlx::AnyConnection;
 use crate::clock;
 use crate::db::Script;
 use crate::ids::SessionId;
-use crate::widgets::WidgetId;
+use crate::ids::WidgetId;
 
 /// The default tag that opens every prompt.
 pub const DEFAULT_TAG: &str = "[Agor]";

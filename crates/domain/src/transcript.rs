@@ -135,7 +135,9 @@ async fn insert_text(
     // concurrent line slips in between.
     tx.lock(crate::db::Lock::Session(session.as_str())).await?;
     // An archived session is closed: nothing more is added to it.
-    crate::widgets::live(crate::sessions::get_session(&mut *tx, session).await?)?;
+    crate::widgets::engine::lifecycle::live(
+        crate::sessions::get_session(&mut *tx, session).await?,
+    )?;
     check_room(&mut *tx, session, text.len()).await?;
     let message_id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (session_id, kind, role, body, author_id, created_at)

@@ -132,6 +132,12 @@ pub async fn append(
     script.run(tx).await
 }
 
+/// Records what an operator did at the command line of the machine
+/// (`widgetd user`, `keys`, …): actor `cli`, no client address.
+pub async fn append_by_operator(tx: &mut WriteTx, entry: Entry<'_>) -> sqlx::Result<()> {
+    append(tx, &Actor::Operator, &ClientAddr::default(), entry).await
+}
+
 /// [`append`] as one of the writes of `script`, sent with the others. At
 /// most one per script: on SQLite the chain's head moves when it ran.
 pub async fn append_into(

@@ -12,7 +12,6 @@
 use serde_json::{Value, json};
 
 use widgetd_domain::clock;
-use widgetd_domain::widgets::engine::kind;
 use widgetd_domain::widgets::engine::text::visible_controls;
 use widgetd_domain::widgets::kinds::approval::{ApprovalParams, InputDisplay};
 use widgetd_domain::widgets::kinds::ask::AskParams;
@@ -232,7 +231,7 @@ fn ended(widget: &WidgetRow, title: &str, url: &str) -> Message {
         .and_then(|r| serde_json::from_str(r).ok())
         .unwrap_or(Value::Null);
     let when = clock::readable(widget.resolved_at.unwrap_or(widget.created_at));
-    let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+    let loaded = widgetd_domain::widgets::kinds::load_or_lapsed(&widget.kind, &widget.params);
     let badge = loaded
         .badge(widget.status, &result, &when)
         .map_or_else(|| widget.status.as_str().to_owned(), |b| b.text);

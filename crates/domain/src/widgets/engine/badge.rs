@@ -4,7 +4,15 @@
 
 use serde_json::Value;
 
-use crate::widgets::WidgetStatus;
+use super::row::WidgetStatus;
+
+/// The `answered_by` of an answer given by the agent's MCP client (form
+/// mode); its audit rows' actor is `mcp-client:SESSION`.
+pub const MCP_CLIENT: &str = "mcp-client";
+
+/// The `answered_by` of an answer given in an MCP App in the agent's
+/// client; its audit rows' actor is `mcp-app:SESSION`.
+pub const MCP_APP: &str = "mcp-app";
 
 /// A resolved widget's badge.
 pub struct Badge {
@@ -26,8 +34,8 @@ pub fn who(result: &Value, key: &str) -> String {
 /// "the agent's client (MCP App)" for `mcp-app`.
 pub fn shown_answerer(by: &str) -> String {
     match by {
-        super::kind::MCP_CLIENT => "the agent's MCP client (form mode)".to_owned(),
-        super::kind::MCP_APP => "the agent's client (MCP App)".to_owned(),
+        MCP_CLIENT => "the agent's MCP client (form mode)".to_owned(),
+        MCP_APP => "the agent's client (MCP App)".to_owned(),
         name => name.to_owned(),
     }
 }

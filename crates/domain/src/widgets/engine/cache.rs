@@ -21,7 +21,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::db::Stamp;
-use crate::widgets::{WidgetId, WidgetRow};
+use crate::ids::WidgetId;
+use crate::widgets::engine::row::WidgetRow;
 
 /// At most this many rows; a full cache is emptied and refilled by the
 /// requests that follow.
@@ -111,7 +112,7 @@ impl Rows {
 mod tests {
     use super::*;
     use crate::ids::SessionId;
-    use crate::widgets::WidgetStatus;
+    use crate::widgets::engine::row::WidgetStatus;
 
     fn row(params: String) -> WidgetRow {
         WidgetRow {

@@ -4,7 +4,7 @@
 //! widget born terminal), within the session's pending cap; and the
 //! agent's choices for its life (`super::life`).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::AnyConnection;
 use tracing::instrument;
 
@@ -12,18 +12,19 @@ use super::kind::{Kind, Loaded, ParamsOf, Request, Stored};
 use super::life::Life;
 use super::lifecycle::live;
 use super::notices::commit_with;
-use super::optimistic::{self, Guard};
 use super::resolution::{after_resolution, refused_once_settled};
 use super::store;
+use super::store::guess::{self, Guard};
 use crate::audit::{self, Actor, Entry};
 use crate::db::{Script, WriteTx};
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
-use crate::widgets::{Cause, Created, WidgetId, WidgetRow, WidgetStatus, check_wait};
+use crate::ids::WidgetId;
+use crate::widgets::engine::kind::check_wait;
+use crate::widgets::engine::row::{Cause, Created, WidgetRow, WidgetStatus};
 use crate::{Core, clock, events};
 
-/// Most widgets one session may have waiting at once.
-pub const MAX_PENDING_PER_SESSION: i64 = 50;
+pub use super::store::MAX_PENDING_PER_SESSION;
 
 /// Validates an agent's input for request `R`: its parameters and its
 /// `wait_seconds`. Nothing is written.
@@ -62,22 +63,21 @@ pub async fn create_living<R: Request>(
     let names = loaded.env_names().filter(|names| !names.is_empty());
     // Only a plain creation guesses: a replacement reads and writes the
     // widget it replaces first.
-    let guess = (life.replaces.is_none()
-        && optimistic::allowed::<R::Kind>(&state.db, names.is_some()))
-    .then(|| Guard {
-        ahead_sql,
-        names: names.unwrap_or_default(),
-    });
+    let guess = (life.replaces.is_none() && guess::allowed::<R::Kind>(&state.db, names.is_some()))
+        .then(|| Guard {
+            ahead_sql,
+            names: names.unwrap_or_default(),
+        });
     let guessed = guess.is_some();
-    if guessed && super::grouped::allowed(state) {
+    if guessed && super::store::grouped::allowed(state) {
         if let Some(created) = write_grouped::<R>(state, session_id, &loaded, life, &cause).await? {
             return Ok(created);
         }
-        optimistic::refused_once();
+        guess::refused_once();
         return write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await;
     }
     match write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, guess).await {
-        Err(err) if guessed && (optimistic::refused(&err) || optimistic::superseded(&err)) => {
+        Err(err) if guessed && (guess::refused(&err) || guess::superseded(&err)) => {
             write::<R>(state, session_id, &loaded, life, &cause, ahead_sql, None).await
         }
         done => done,
@@ -150,11 +150,11 @@ async fn write_grouped<R: Request>(
     life: &Life,
     cause: &Cause<'_>,
 ) -> Result<Option<Created>> {
-    optimistic::guessed();
+    guess::guessed();
     let stored = serde_json::to_string(&loaded.0).expect("params serialize");
     let widget = new_row(state, session_id, R::NAME, stored, None, life);
     let ahead_sql = <R::Kind as Kind>::born_ahead(state.db.backend().dialect());
-    if !super::grouped::write(state, &widget, loaded, ahead_sql, cause).await? {
+    if !super::store::grouped::write(state, &widget, loaded, ahead_sql, cause).await? {
         return Ok(None);
     }
     state.hub.publish(session_id);
@@ -189,26 +189,6 @@ fn new_row(
         resolved_at: born.map(|_| now),
         resolved_by: None,
     }
-}
-
-/// A new widget's `widget:created` payload, and the env var names it asks
-/// for (its audit row's names).
-pub(super) fn created_event(
-    widget: &WidgetRow,
-    loaded: &dyn Loaded,
-) -> (Value, Option<Vec<String>>) {
-    let mut created =
-        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
-    let names = loaded.env_names();
-    if let Some(names) = &names {
-        created["names"] = json!(names);
-    }
-    (created, names)
-}
-
-/// A creation's audit detail.
-pub(super) fn created_detail(widget: &WidgetRow) -> String {
-    format!("kind={}", widget.kind)
 }
 
 /// How a creation knows its session's pending count for the cap.
@@ -269,7 +249,7 @@ async fn insert_widget(
     if widget.status == WidgetStatus::Pending && !matches!(pending, Cap::Guarded) {
         check_pending_cap(&mut tx, &widget.session_id, pending).await?;
     }
-    let (created, names) = created_event(widget, loaded);
+    let (created, names) = store::created_event(widget, loaded.env_names());
     store::insert_into(&mut script, widget);
     events::record_into(
         &mut tx,
@@ -284,7 +264,7 @@ async fn insert_widget(
         session: Some(&widget.session_id),
         widget: Some(widget.id.as_str()),
         names: names.map(|n| n.join(",")),
-        detail: Some(created_detail(widget)),
+        detail: Some(store::created_detail(widget)),
         ..Default::default()
     };
     audit::append_into(&mut tx, &mut script, cause.actor, cause.client, entry).await?;

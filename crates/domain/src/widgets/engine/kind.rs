@@ -11,10 +11,8 @@
 
 use std::any::Any;
 use std::future::Future;
-use std::marker::PhantomData;
 
 use bytes::Bytes;
-use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
@@ -23,14 +21,13 @@ use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::badge::Badge;
+use super::row::WidgetStatus;
 use crate::Core;
-use crate::audit::ClientAddr;
 use crate::db::Dialect;
 use crate::error::{Error, Result};
 use crate::ids::{SessionId, UserId};
 use crate::input::parse_json;
 use crate::sessions::Session;
-use crate::widgets::{WidgetRow, WidgetStatus, WidgetView};
 
 /// The validated parameters of a kind.
 pub type ParamsOf<R> = <<R as Request>::Kind as Kind>::Params;
@@ -210,14 +207,6 @@ impl<'a> Answerer<'a> {
     }
 }
 
-/// The `answered_by` of an answer given by the agent's MCP client (form
-/// mode); its audit rows' actor is `mcp-client:SESSION`.
-pub const MCP_CLIENT: &str = "mcp-client";
-
-/// The `answered_by` of an answer given in an MCP App in the agent's
-/// client; its audit rows' actor is `mcp-app:SESSION`.
-pub const MCP_APP: &str = "mcp-app";
-
 /// The kinds the agent's MCP client may answer in form mode: questions.
 /// Never env vars (a value would pass through the agent's side) nor
 /// approvals (the agent would decide what it may run).
@@ -238,7 +227,7 @@ pub struct Answering<'a> {
     /// The answer came from the agent's side (its MCP client).
     pub from_agent: bool,
     /// The widget answered, as read in the answer's transaction.
-    pub widget: &'a crate::widgets::WidgetRow,
+    pub widget: &'a crate::widgets::engine::row::WidgetRow,
     /// Set by [`Kind::apply`] to keep the widget pending: the answer was
     /// one of several needed (an approval's quorum), and what `apply`
     /// returns is the widget's pending `result` so far.
@@ -349,111 +338,24 @@ impl Loaded for Lapsed {
     }
 }
 
-/// A kind as the registry holds it.
-pub(crate) trait Registered: Send + Sync {
-    fn handles(&self, kind: &str) -> bool;
-    fn load(&self, params: &str) -> serde_json::Result<Box<dyn Loaded>>;
-    fn public_params(&self, params: &mut Value);
-    fn submit<'a>(
-        &'a self,
-        state: &'a Core,
-        seen: &'a WidgetRow,
-        by: Answerer<'a>,
-        body: AnswerBody,
-        client: &'a ClientAddr,
-    ) -> BoxFuture<'a, Result<WidgetView>>;
+/// Something done with a kind known only by its stored name (loading a
+/// widget, answering one): the registry (`kinds::Known::with`) runs it for
+/// the kind's type.
+pub trait ForKind {
+    type Output;
+    fn run<K: Kind>(self) -> Self::Output;
 }
 
-/// The registry's entry of kind `K`.
-struct Entry<K>(PhantomData<fn() -> K>);
+/// Longest a caller may wait for the answer.
+pub const MAX_WAIT_SECS: u64 = 300;
 
-impl<K> Entry<K> {
-    const NEW: Self = Self(PhantomData);
-}
-
-impl<K: Kind> Registered for Entry<K> {
-    fn handles(&self, kind: &str) -> bool {
-        K::NAMES.contains(&kind)
-    }
-
-    fn load(&self, params: &str) -> serde_json::Result<Box<dyn Loaded>> {
-        let params: K::Params = serde_json::from_str(params)?;
-        Ok(Box::new(Stored::<K>(params)))
-    }
-
-    fn public_params(&self, params: &mut Value) {
-        K::public_params(params);
-    }
-
-    fn submit<'a>(
-        &'a self,
-        state: &'a Core,
-        seen: &'a WidgetRow,
-        by: Answerer<'a>,
-        body: AnswerBody,
-        client: &'a ClientAddr,
-    ) -> BoxFuture<'a, Result<WidgetView>> {
-        Box::pin(super::lifecycle::submit_as::<K>(
-            state, seen, by, body, client,
-        ))
-    }
-}
-
-/// Every kind this version knows. A new kind is added here (and gets its
-/// route in `api.rs` and its tool in `src/mcp/tools.rs`).
-const KINDS: &[&dyn Registered] = &[
-    &Entry::<crate::widgets::kinds::env_vars::EnvVars>::NEW,
-    &Entry::<crate::widgets::kinds::ask::Questions>::NEW,
-    &Entry::<crate::widgets::kinds::approval::Approval>::NEW,
-    &Entry::<crate::widgets::kinds::clarification::Clarification>::NEW,
-    &Entry::<crate::widgets::kinds::fields::Fields>::NEW,
-];
-
-/// The registered kind that reads `widgets.kind = kind`.
-pub(crate) fn find(kind: &str) -> Option<&'static dyn Registered> {
-    KINDS.iter().copied().find(|k| k.handles(kind))
-}
-
-/// The params of a stored widget of kind `kind` as its agent sees them.
-pub(crate) fn public_params(kind: &str, params: &mut Value) {
-    if let Some(k) = find(kind) {
-        k.public_params(params);
-    }
-}
-
-/// Why a stored widget could not be read.
-pub(crate) enum Unloadable {
-    /// A kind this version does not know.
-    UnknownKind,
-    /// A known kind whose parameters do not parse.
-    Unreadable(serde_json::Error),
-}
-
-/// The kind and parameters of a stored widget.
-pub(crate) fn load(kind: &str, params: &str) -> Result<Box<dyn Loaded>, Unloadable> {
-    find(kind)
-        .ok_or(Unloadable::UnknownKind)?
-        .load(params)
-        .map_err(Unloadable::Unreadable)
-}
-
-/// As [`load`], with what cannot be read standing in as [`Lapsed`].
-pub fn load_or_lapsed(kind: &str, params: &str) -> Box<dyn Loaded> {
-    load(kind, params).unwrap_or_else(|_| Box::new(Lapsed))
-}
-
-/// `unsupported_widget`, as answering (`422`) or dismissing (`409`) a widget
-/// of an unknown kind says it.
-pub(crate) fn unsupported(kind: &str, conflict: bool) -> Error {
-    if conflict {
-        Error::Conflict {
-            code: "unsupported_widget",
-            message: format!("this version of widgetd cannot handle `{kind}` widgets"),
-        }
-    } else {
-        Error::invalid(
-            "unsupported_widget",
-            format!("`{kind}` widgets cannot be answered here"),
-        )
+/// Validates `wait_seconds`: `422 wait_too_long` above [`MAX_WAIT_SECS`].
+pub fn check_wait(wait: Option<u64>) -> Result<u64> {
+    match wait.unwrap_or(0) {
+        w if w > MAX_WAIT_SECS => Err(Error::invalid(
+            "wait_too_long",
+            format!("`wait_seconds` is at most {MAX_WAIT_SECS}; it is {w}"),
+        )),
+        w => Ok(w),
     }
 }

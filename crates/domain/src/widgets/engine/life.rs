@@ -12,16 +12,17 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sqlx::AnyConnection;
 
-use super::kind;
 use super::resolution::{self, Change};
 use super::{store, text};
 use crate::Core;
 use crate::db::WriteTx;
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
+use crate::ids::WidgetId;
 use crate::input::parse_value;
 use crate::prompts;
-use crate::widgets::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView, get_widget};
+use crate::widgets::engine::read::get_widget;
+use crate::widgets::engine::row::{Cause, WidgetRow, WidgetStatus, WidgetView};
 
 /// Most widgets one listing returns (a session has at most 50 pending).
 pub const MAX_LISTED: i64 = 100;
@@ -137,7 +138,7 @@ pub(super) async fn withdraw(
     if widget.status != WidgetStatus::Pending {
         return Err(Error::WidgetNotPending(widget.status.as_str()));
     }
-    let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+    let loaded = crate::widgets::kinds::load_or_lapsed(&widget.kind, &widget.params);
     let mut result = loaded.unanswered();
     result["withdrawn_by"] = json!("agent");
     if let Some(reason) = reason {
@@ -186,7 +187,7 @@ pub async fn cancel_by_agent(
     cause: Cause<'_>,
 ) -> Result<WidgetView> {
     let mut tx = state.db.begin_write().await?;
-    let widget = crate::widgets::get_widget_locked(&mut tx, id).await?;
+    let widget = crate::widgets::engine::read::get_widget_locked(&mut tx, id).await?;
     if &widget.session_id != agent {
         return Err(Error::NotFound("widget"));
     }
@@ -213,18 +214,6 @@ pub async fn list(
 /// The body of a listing.
 pub fn listing(session: &SessionId, status: WidgetStatus, widgets: Vec<WidgetView>) -> Value {
     json!({ "session_id": session, "status": status, "widgets": widgets })
-}
-
-/// The resume prompt of a widget its agent withdrew (written already
-/// delivered), instead of the kind's "the session was archived".
-pub fn withdrawal_prompt(tag: &str, to: WidgetStatus, result: &Value) -> Option<String> {
-    if to != WidgetStatus::Cancelled || result["withdrawn_by"].is_null() {
-        return None;
-    }
-    Some(match result["replaced_by"].as_str() {
-        Some(new) => format!("{tag} You replaced this request with {new}; nothing was given."),
-        None => format!("{tag} You withdrew this request; nothing was given."),
-    })
 }
 
 /// What the card of a withdrawn widget says beside its badge: the reason
@@ -307,13 +296,31 @@ mod tests {
     #[test]
     fn a_withdrawal_has_its_own_prompt_and_card_line() {
         let withdrawn = json!({ "withdrawn_by": "agent", "replaced_by": "w_new" });
-        let prompt = withdrawal_prompt("[Agor]", WidgetStatus::Cancelled, &withdrawn);
+        let prompt = super::super::resolution::withdrawal_prompt(
+            "[Agor]",
+            WidgetStatus::Cancelled,
+            &withdrawn,
+        );
         assert_eq!(
             prompt.as_deref(),
             Some("[Agor] You replaced this request with w_new; nothing was given.")
         );
         let archived = json!({});
-        assert!(withdrawal_prompt("[Agor]", WidgetStatus::Cancelled, &archived).is_none());
-        assert!(withdrawal_prompt("[Agor]", WidgetStatus::Expired, &withdrawn).is_none());
+        assert!(
+            super::super::resolution::withdrawal_prompt(
+                "[Agor]",
+                WidgetStatus::Cancelled,
+                &archived
+            )
+            .is_none()
+        );
+        assert!(
+            super::super::resolution::withdrawal_prompt(
+                "[Agor]",
+                WidgetStatus::Expired,
+                &withdrawn
+            )
+            .is_none()
+        );
     }
 }

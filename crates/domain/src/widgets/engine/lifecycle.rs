@@ -7,9 +7,11 @@
 use serde_json::{Value, json};
 use tracing::instrument;
 
+use futures_util::future::BoxFuture;
+
+use super::badge::{MCP_APP, MCP_CLIENT};
 use super::kind::{
-    self, AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, Kind, Loaded, MCP_APP, MCP_CLIENT,
-    Stored, Unloadable,
+    AGENT_CLIENT_KINDS, AnswerBody, Answerer, Answering, ForKind, Kind, Loaded, Stored,
 };
 use super::resolution::{Change, refused_once_settled, settle, transition};
 use super::store;
@@ -17,10 +19,12 @@ use crate::access::{self, Caller, Need};
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::db::{Dialect, WriteTx};
 use crate::error::{Error, Result};
+use crate::ids::WidgetId;
 use crate::ids::{SessionId, UserId};
 use crate::secrets;
 use crate::sessions::{self, Session};
-use crate::widgets::{Cause, WidgetId, WidgetRow, WidgetStatus, WidgetView};
+use crate::widgets::engine::row::{Cause, WidgetRow, WidgetStatus, WidgetView};
+use crate::widgets::kinds::{self, Known};
 use crate::{Core, clock, prompts};
 
 /// The session if it is not archived; `409 session_archived` otherwise.
@@ -45,9 +49,41 @@ pub async fn submit(
     body: AnswerBody,
     client: &ClientAddr,
 ) -> Result<WidgetView> {
-    match kind::find(&row.kind) {
-        Some(kind) => kind.submit(state, row, by, body, client).await,
-        None => Err(kind::unsupported(&row.kind, false)),
+    match Known::of(&row.kind) {
+        Some(known) => {
+            known
+                .with(Submit {
+                    state,
+                    seen: row,
+                    by,
+                    body,
+                    client,
+                })
+                .await
+        }
+        None => Err(kinds::unsupported(&row.kind, false)),
+    }
+}
+
+/// [`submit_as`] for the kind the registry found.
+struct Submit<'a> {
+    state: &'a Core,
+    seen: &'a WidgetRow,
+    by: Answerer<'a>,
+    body: AnswerBody,
+    client: &'a ClientAddr,
+}
+
+impl<'a> ForKind for Submit<'a> {
+    type Output = BoxFuture<'a, Result<WidgetView>>;
+    fn run<K: Kind>(self) -> Self::Output {
+        Box::pin(submit_as::<K>(
+            self.state,
+            self.seen,
+            self.by,
+            self.body,
+            self.client,
+        ))
     }
 }
 
@@ -137,9 +173,9 @@ pub async fn dismiss_widget(
         Ok(found) => found,
         Err(err) => return Err(refused_once_settled(tx, err).await),
     };
-    let loaded = kind::load(&widget.kind, &widget.params).map_err(|e| match e {
-        Unloadable::UnknownKind => kind::unsupported(&widget.kind, true),
-        Unloadable::Unreadable(e) => unreadable(&widget, e),
+    let loaded = kinds::load(&widget.kind, &widget.params).map_err(|e| match e {
+        kinds::Unloadable::UnknownKind => kinds::unsupported(&widget.kind, true),
+        kinds::Unloadable::Unreadable(e) => unreadable(&widget, e),
     })?;
     if let Some(note) = &note {
         let texts = [note.as_str()];
@@ -190,7 +226,7 @@ async fn locked(
         }
         Seen::Id(id) => {
             if Dialect::of(tx) == Dialect::Postgres {
-                let first = crate::widgets::get_widget(tx, id).await?;
+                let first = crate::widgets::engine::read::get_widget(tx, id).await?;
                 tx.lock(crate::db::Lock::Session(first.session_id.as_str()))
                     .await?;
             }
@@ -307,7 +343,7 @@ async fn lapse(
     to: WidgetStatus,
     cause: &Cause<'_>,
 ) -> Result<()> {
-    let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+    let loaded = kinds::load_or_lapsed(&widget.kind, &widget.params);
     let result = loaded.unanswered();
     let change = Change {
         to,
@@ -332,9 +368,9 @@ pub async fn expire_unwaited(
     cause: Cause<'_>,
 ) -> Result<Option<WidgetView>> {
     let mut tx = state.db.begin_write().await?;
-    let widget = crate::widgets::get_widget_locked(&mut tx, id).await?;
+    let widget = crate::widgets::engine::read::get_widget_locked(&mut tx, id).await?;
     if widget.status == WidgetStatus::Pending {
-        let loaded = kind::load_or_lapsed(&widget.kind, &widget.params);
+        let loaded = kinds::load_or_lapsed(&widget.kind, &widget.params);
         let mut result = loaded.unanswered();
         result["ended_because"] = json!(why);
         let change = Change {
@@ -355,7 +391,8 @@ pub async fn expire_unwaited(
     }
     // Answered first: settle the batch that holds that answer, then read it.
     tx.commit().await?;
-    let answered = crate::widgets::get_widget(&mut *state.db.read.acquire().await?, id).await?;
+    let answered =
+        crate::widgets::engine::read::get_widget(&mut *state.db.read.acquire().await?, id).await?;
     Ok(Some(answered.into()))
 }
 

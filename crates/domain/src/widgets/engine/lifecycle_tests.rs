@@ -11,12 +11,15 @@ use crate::auth::{self, Role};
 use crate::db::WriteTx;
 use crate::notify::{Change, Notifier, Notifiers};
 use crate::testing::TestDb;
+use crate::widgets::engine::create::{MAX_PENDING_PER_SESSION, create};
+use crate::widgets::engine::kind::Request;
 use crate::widgets::engine::life::Life;
+use crate::widgets::engine::row::Created;
+use crate::widgets::kinds::approval::Approval;
 use crate::widgets::kinds::approval::RequestApprovalInput;
+use crate::widgets::kinds::ask::AskUser;
 use crate::widgets::kinds::ask::AskUserInput;
-use crate::widgets::{
-    Approval, AskUser, Created, EnvVars, MAX_PENDING_PER_SESSION, Request, create,
-};
+use crate::widgets::kinds::env_vars::EnvVars;
 
 use crate::{Core, Settings};
 
@@ -91,7 +94,9 @@ impl Fixture {
 
     async fn widget(&self, id: &WidgetId) -> WidgetRow {
         let mut conn = self.state.db.read.acquire().await.unwrap();
-        crate::widgets::get_widget(&mut conn, id).await.unwrap()
+        crate::widgets::engine::read::get_widget(&mut conn, id)
+            .await
+            .unwrap()
     }
 
     /// The session's audit rows, oldest first.
@@ -760,7 +765,7 @@ async fn created_after<R: Request>(
 ) -> (Vec<Result<Created>>, u64) {
     let db = f.state.db.clone();
     let superseded = || crate::db::stats::WRITES.superseded.load(Ordering::SeqCst);
-    let (_, refused_before) = crate::widgets::engine::optimistic::counts();
+    let (_, refused_before) = crate::widgets::engine::store::guess::counts();
     let superseded_before = superseded();
     let mut held = db.begin_write().await.unwrap();
     let behind = tokio::spawn({
@@ -788,7 +793,7 @@ async fn created_after<R: Request>(
         outcomes.push(task.await.unwrap());
     }
     held.await.unwrap().unwrap();
-    let (_, refused_after) = crate::widgets::engine::optimistic::counts();
+    let (_, refused_after) = crate::widgets::engine::store::guess::counts();
     let superseded = superseded() - superseded_before;
     (outcomes, refused_after - refused_before + superseded)
 }

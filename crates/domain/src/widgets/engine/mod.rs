@@ -3,15 +3,17 @@
 //! - [`kind`]: the traits a kind implements (`Request`, `Kind`), the
 //!   answer's body and who answers, and the registry of kinds.
 //! - [`create`]: a widget is born, with its transcript line, event, audit
-//!   row and notices in one transaction (on a guess, `optimistic`; on
-//!   PostgreSQL in groups, `grouped`).
+//!   row and notices in one transaction (its writes sent on a guess, or on
+//!   PostgreSQL in groups: `store::guess`, `store::grouped`).
 //! - [`lifecycle`]: answering, dismissing, expiry and cancellation, each a
 //!   guarded transition out of `pending` (`resolution`) with its prompt;
 //!   several approvers' votes (`votes`); the agent's own withdrawals and
 //!   replacements ([`life`]).
 //! - [`wait`] and [`delivery`]: a call that waits for the answer, and the
 //!   acknowledgement of its prompt once it was sent.
-//! - [`store`] and [`cache`]: the rows, and the rows kept in memory.
+//! - [`row`], [`read`], [`store`] and [`cache`]: what a widget is, reading
+//!   it, its SQL and how its writes are batched, and the rows kept in
+//!   memory.
 //! - [`notices`]: the registered notifiers told of each change.
 //! - [`text`]: the checks of text a person or an agent types; [`badge`]:
 //!   how an ended widget is worded.
@@ -20,15 +22,15 @@ pub mod badge;
 pub mod cache;
 pub mod create;
 pub mod delivery;
-mod grouped;
 pub mod kind;
 pub mod life;
 pub mod lifecycle;
 mod notices;
-pub mod optimistic;
 #[cfg(test)]
 mod properties;
+pub mod read;
 mod resolution;
+pub mod row;
 pub mod store;
 pub mod text;
 mod votes;

@@ -9,7 +9,7 @@ use crate::Core;
 use crate::db::{Backend, Script, WriteTx};
 use crate::error::Result;
 use crate::notify::{Change, Wanted};
-use crate::widgets::{WidgetRow, WidgetStatus};
+use crate::widgets::engine::row::{WidgetRow, WidgetStatus};
 
 /// Tells the notifiers of a change, in its transaction.
 pub(super) async fn notify(

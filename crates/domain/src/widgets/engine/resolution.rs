@@ -12,7 +12,7 @@ use crate::audit::{self, Entry};
 use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{Error, Result};
 use crate::ids::UserId;
-use crate::widgets::{Cause, WidgetRow, WidgetStatus};
+use crate::widgets::engine::row::{Cause, WidgetRow, WidgetStatus};
 use crate::{Core, clock, events, prompts};
 
 /// Where a widget goes, with what result, and who took it there.
@@ -92,7 +92,9 @@ async fn resolve(tx: &mut WriteTx, widget: &WidgetRow, change: &Change<'_>) -> R
     match resolved {
         Some(resolved) => Ok(resolved),
         None => {
-            let current = crate::widgets::get_widget(tx, &widget.id).await?.status;
+            let current = crate::widgets::engine::read::get_widget(tx, &widget.id)
+                .await?
+                .status;
             Err(Error::WidgetNotPending(current.as_str()))
         }
     }
@@ -128,8 +130,7 @@ async fn script(
     cause: &Cause<'_>,
 ) -> Result<Script> {
     let tag = &state.settings.prompt_tag;
-    let text = super::life::withdrawal_prompt(tag, to, result)
-        .unwrap_or_else(|| loaded.prompt(tag, to, result));
+    let text = withdrawal_prompt(tag, to, result).unwrap_or_else(|| loaded.prompt(tag, to, result));
     let note = result["note"]
         .as_str()
         .filter(|_| to == WidgetStatus::Dismissed);
@@ -170,4 +171,16 @@ async fn script(
     };
     audit::append_into(tx, &mut script, cause.actor, cause.client, entry).await?;
     Ok(script)
+}
+
+/// The resume prompt of a widget its agent withdrew (written already
+/// delivered), instead of the kind's "the session was archived".
+pub fn withdrawal_prompt(tag: &str, to: WidgetStatus, result: &Value) -> Option<String> {
+    if to != WidgetStatus::Cancelled || result["withdrawn_by"].is_null() {
+        return None;
+    }
+    Some(match result["replaced_by"].as_str() {
+        Some(new) => format!("{tag} You replaced this request with {new}; nothing was given."),
+        None => format!("{tag} You withdrew this request; nothing was given."),
+    })
 }

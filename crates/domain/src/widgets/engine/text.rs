@@ -132,6 +132,15 @@ pub fn quoted(text: &str) -> String {
     )
 }
 
+/// The agent's text as a client shows it in one line of its own UI:
+/// whole, hidden characters made visible, a line break shown as `⏎`, so
+/// that it cannot draw a line of its own.
+pub fn on_one_line(text: &str) -> String {
+    visible_controls(text)
+        .replace('\n', " ⏎ ")
+        .replace('\t', " ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

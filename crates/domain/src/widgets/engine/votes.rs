@@ -10,7 +10,7 @@ use crate::Core;
 use crate::audit::{self, Actor, ClientAddr, Entry};
 use crate::error::{Error, Result};
 use crate::events;
-use crate::widgets::{WidgetRow, WidgetStatus, WidgetView};
+use crate::widgets::engine::row::{WidgetRow, WidgetStatus, WidgetView};
 
 /// Records `pending` as `widget`'s result while it stays pending; `409
 /// widget_not_pending` if it was answered in between.
@@ -29,7 +29,7 @@ pub(super) async fn record(
         ));
     };
     if !super::store::set_pending_result(&mut tx, &widget.id, pending).await? {
-        let current = crate::widgets::get_widget(&mut tx, &widget.id)
+        let current = crate::widgets::engine::read::get_widget(&mut tx, &widget.id)
             .await?
             .status;
         tx.commit().await?;
@@ -51,7 +51,7 @@ pub(super) async fn record(
         ..Default::default()
     };
     audit::append(&mut tx, &Actor::User(user.clone()), client, entry).await?;
-    let view = crate::widgets::get_widget(&mut tx, &widget.id)
+    let view = crate::widgets::engine::read::get_widget(&mut tx, &widget.id)
         .await?
         .into();
     tx.commit().await?;

@@ -4,28 +4,17 @@
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::error::{Error, Result};
-use crate::widgets::{
-    Answered, Created, EnvVars, Request, Waited, WidgetId, WidgetStatus, WidgetView, get_widget,
-};
+use crate::error::Result;
+use crate::ids::WidgetId;
+use crate::widgets::engine::delivery::{Answered, Waited};
+use crate::widgets::engine::kind::Request;
+use crate::widgets::engine::read::get_widget;
+use crate::widgets::engine::row::{Created, WidgetStatus, WidgetView};
+use crate::widgets::kinds::env_vars::EnvVars;
 
 /// What a call that learns an `env_vars` outcome is told to do.
 pub const NEXT_TURN: &str = "The values are in the environment of your next turn, not of this one: \
      end your turn now; its prompt starts the next.";
-
-/// Longest a caller may wait for the answer.
-pub const MAX_WAIT_SECS: u64 = 300;
-
-/// Validates `wait_seconds`: `422 wait_too_long` above [`MAX_WAIT_SECS`].
-pub fn check_wait(wait: Option<u64>) -> Result<u64> {
-    match wait.unwrap_or(0) {
-        w if w > MAX_WAIT_SECS => Err(Error::invalid(
-            "wait_too_long",
-            format!("`wait_seconds` is at most {MAX_WAIT_SECS}; it is {w}"),
-        )),
-        w => Ok(w),
-    }
-}
 
 /// `{widget_id, status}` at once when `wait` is 0; otherwise waits up to
 /// `wait` seconds and adds the `result` (and `answers` for questions), or

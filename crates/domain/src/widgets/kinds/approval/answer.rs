@@ -11,9 +11,9 @@ use super::{
 };
 use crate::error::Result;
 use crate::sessions::Session;
-use crate::widgets::WidgetStatus;
 use crate::widgets::engine::badge::{Badge, who};
 use crate::widgets::engine::kind::{AnswerBody, Answering, Kind, Request};
+use crate::widgets::engine::row::WidgetStatus;
 
 /// The approval kind and its request, `request_approval`.
 pub struct Approval;

@@ -111,7 +111,7 @@ impl ApprovalParams {
                 format!("`reason` has at most {MAX_REASON_CHARS} characters"),
             ));
         }
-        crate::widgets::check_wait(input.wait_seconds)?;
+        crate::widgets::engine::kind::check_wait(input.wait_seconds)?;
         let approvers = quorum::check_count(input.approvers)?;
         Ok(Self {
             tool: tool.to_owned(),

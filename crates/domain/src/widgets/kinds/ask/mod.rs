@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::widgets::WidgetStatus;
 use crate::widgets::engine::badge::{Badge, answered_by};
 use crate::widgets::engine::kind::{AnswerBody, Answering, Kind, Request};
+use crate::widgets::engine::row::WidgetStatus;
 
 pub use input::{
     AskInput, AskOption, AskUserInput, LabelledOption, NeboWidget, Question, SimpleItem,

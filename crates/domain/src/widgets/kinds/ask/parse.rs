@@ -6,7 +6,7 @@ use super::input::{
 };
 use super::*;
 use crate::error::Error;
-use crate::widgets::check_wait;
+use crate::widgets::engine::kind::check_wait;
 use crate::widgets::engine::text::quoted;
 
 fn len_between(text: &str, min: usize, max: usize, code: &'static str, what: &str) -> Result<()> {

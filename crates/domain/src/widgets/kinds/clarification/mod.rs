@@ -12,6 +12,7 @@ pub mod image;
 pub mod items;
 pub mod mapping;
 pub mod ranking;
+pub mod registry;
 pub mod table;
 pub mod tree;
 pub mod types;
@@ -22,9 +23,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::input::parse_json;
-use crate::widgets::WidgetStatus;
 use crate::widgets::engine::badge::{Badge, answered_by};
 use crate::widgets::engine::kind::{AnswerBody, Answering, Kind, Request};
+use crate::widgets::engine::row::WidgetStatus;
 use crate::widgets::engine::text::{self, TextRules};
 use types::{AnyType, Source};
 
@@ -59,7 +60,7 @@ pub struct ClarificationInput {
     /// How the user answers: the widget that fits the ambiguity, chosen by
     /// its `type`. The user can always answer in their own words as well,
     /// or instead.
-    #[schemars(with = "types::WidgetSchema")]
+    #[schemars(with = "registry::WidgetSchema")]
     pub widget: Value,
     /// Wait up to this many seconds (at most 300) for the answer and return
     /// it; past that the call returns `pending` and the answer arrives as a
@@ -82,7 +83,10 @@ impl ClarificationParams {
     pub fn stored_type(&self) -> Result<(&'static dyn AnyType, Value)> {
         let mut widget = self.widget.clone();
         let name = widget.as_object_mut().and_then(|m| m.remove("type"));
-        let ty = name.as_ref().and_then(Value::as_str).and_then(types::find);
+        let ty = name
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(registry::find);
         let ty = ty.ok_or_else(|| {
             Error::invalid(
                 "unsupported_widget",
@@ -124,8 +128,8 @@ impl Request for Clarification {
 
     fn parse(input: ClarificationInput) -> Result<ClarificationParams> {
         let question = check_question(&input.question)?;
-        let (ty, widget) = types::split(input.widget)?;
-        let widget = types::with_type(ty, ty.parse(widget)?);
+        let (ty, widget) = registry::split(input.widget)?;
+        let widget = registry::with_type(ty, ty.parse(widget)?);
         Ok(ClarificationParams { question, widget })
     }
 
@@ -233,7 +237,7 @@ impl Kind for Clarification {
         let ty = widget
             .get("type")
             .and_then(Value::as_str)
-            .and_then(types::find);
+            .and_then(registry::find);
         if let Some(ty) = ty {
             ty.public(widget);
         }

@@ -19,9 +19,9 @@ use crate::error::{Error, Result};
 use crate::input::parse_json;
 use crate::secrets::{self, EnvVarName};
 use crate::sessions::Session;
-use crate::widgets::WidgetStatus;
 use crate::widgets::engine::badge::{Badge, who};
 use crate::widgets::engine::kind::{AnswerBody, Answering, Kind, Request};
+use crate::widgets::engine::row::WidgetStatus;
 
 pub use answer::{Submission, SubmissionJson, USE_SAVED_FIELD, VALUE_FIELD};
 

@@ -17,9 +17,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::input::parse_json;
-use crate::widgets::WidgetStatus;
 use crate::widgets::engine::badge::{Badge, answered_by};
 use crate::widgets::engine::kind::{AnswerBody, Answering, Kind, Request};
+use crate::widgets::engine::row::WidgetStatus;
 pub use spec::{Field, FieldInput, FieldType};
 
 const MAX_QUESTION_CHARS: usize = 500;

@@ -21,21 +21,21 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
-use super::kind::Loaded;
-use super::store::{self, WidgetRow};
+use super::super::kind::Loaded;
+use super::MAX_PENDING_PER_SESSION;
+use super::{self as store, WidgetRow};
 use crate::Core;
 use crate::audit::{Actor, AuditRow, seal};
 use crate::db::{Dialect, Grouped, Seen};
 use crate::error::Result;
 use crate::limits::{self, PER_AGENT};
-use crate::widgets::Cause;
-use crate::widgets::MAX_PENDING_PER_SESSION;
+use crate::widgets::engine::row::Cause;
 
 /// Whether a creation may join a group now: on PostgreSQL, and where the
 /// change has no webhook notice or Slack message to queue (known under
 /// the request's auth epoch; when it is not known yet, the creation is
 /// made alone, which learns it).
-pub(super) fn allowed(state: &Core) -> bool {
+pub(crate) fn allowed(state: &Core) -> bool {
     let backend = state.db.backend();
     backend.dialect() == Dialect::Postgres
         && state
@@ -48,14 +48,14 @@ pub(super) fn allowed(state: &Core) -> bool {
 /// Writes pending `widget` with a group; `false` when the group's
 /// statement left it out (or the group failed before its commit), and the
 /// caller makes it again alone.
-pub(super) async fn write(
+pub(crate) async fn write(
     state: &Core,
     widget: &WidgetRow,
     loaded: &dyn Loaded,
     ahead_sql: Option<&'static str>,
     cause: &Cause<'_>,
 ) -> Result<bool> {
-    let (created, names) = super::create::created_event(widget, loaded);
+    let (created, names) = super::created_event(widget, loaded.env_names());
     let bucket = match cause.actor {
         Actor::Agent(session) => Some(limits::agent_key(session)),
         _ => None,
@@ -71,7 +71,7 @@ pub(super) async fn write(
         "actor": cause.actor.to_string(),
         "names": names.as_ref().map(|n| n.join(",")),
         "client": cause.client.0,
-        "detail": super::create::created_detail(widget),
+        "detail": super::created_detail(widget),
         "bucket": bucket,
         // What the guard checks the names stored against, for a kind
         // that reads them (`Kind::born_ahead`).

@@ -1,27 +1,23 @@
-//! SQL of widgets and their transcript messages.
+//! The widget store: the SQL of widgets and their transcript messages,
+//! and how a creation's writes are batched with others' beyond the
+//! writer's own group commit: sent on a guess with a guard in front
+//! ([`guess`]), and on PostgreSQL in groups of creations of different
+//! sessions ([`grouped`]).
 
-use serde_json::Value;
+pub(crate) mod grouped;
+pub mod guess;
+
+use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use crate::db::{Dialect, Script};
+use crate::ids::WidgetId;
 use crate::ids::{SessionId, UserId};
 use crate::sessions::Session;
-use crate::widgets::{WidgetId, WidgetStatus};
+use crate::widgets::engine::row::{WidgetRow, WidgetStatus};
 
-/// A widget row.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct WidgetRow {
-    pub id: WidgetId,
-    pub session_id: SessionId,
-    pub kind: String,
-    pub params: String,
-    pub status: WidgetStatus,
-    pub result: Option<String>,
-    pub created_at: i64,
-    pub expires_at: i64,
-    pub resolved_at: Option<i64>,
-    pub resolved_by: Option<UserId>,
-}
+/// Most widgets one session may have waiting at once.
+pub const MAX_PENDING_PER_SESSION: i64 = 50;
 
 pub(super) const COLUMNS: &str = "id, session_id, kind, params, status, result, created_at, expires_at, resolved_at, resolved_by";
 
@@ -290,4 +286,23 @@ pub(super) async fn with_status(
     .bind(limit)
     .fetch_all(conn)
     .await
+}
+
+/// A new widget's `widget:created` payload, and the env var names it asks
+/// for (its audit row's names).
+pub(crate) fn created_event(
+    widget: &WidgetRow,
+    names: Option<Vec<String>>,
+) -> (Value, Option<Vec<String>>) {
+    let mut created =
+        json!({ "widget_id": widget.id, "kind": widget.kind, "status": widget.status });
+    if let Some(names) = &names {
+        created["names"] = json!(names);
+    }
+    (created, names)
+}
+
+/// A creation's audit detail.
+pub(crate) fn created_detail(widget: &WidgetRow) -> String {
+    format!("kind={}", widget.kind)
 }

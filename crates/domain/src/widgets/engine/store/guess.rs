@@ -23,12 +23,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::kind::Kind;
-use super::store;
+use super as store;
+use super::super::kind::Kind;
+use super::MAX_PENDING_PER_SESSION;
 use crate::db::{Db, Dialect, Script};
 use crate::error::Error;
 use crate::ids::SessionId;
-use crate::widgets::MAX_PENDING_PER_SESSION;
 
 /// Creations made on the guess, and those of them whose guard refused it;
 /// one pair per process (`/metrics`).
@@ -46,14 +46,14 @@ pub fn counts() -> (u64, u64) {
 /// Whether a creation of `K` may guess: for a kind whose `born` reads
 /// nothing of its own (`BORN_READS`) and whose `born_ahead`, if any, reads
 /// the names it asks for (`names`).
-pub(super) fn allowed<K: Kind>(db: &Db, names: bool) -> bool {
+pub(crate) fn allowed<K: Kind>(db: &Db, names: bool) -> bool {
     !K::BORN_READS && (K::born_ahead(db.backend().dialect()).is_none() || names)
 }
 
 /// What the guard checks, besides the session and the cap: that the kind's
 /// read (`ahead_sql`, over the session's row aliased `s`: the names already
 /// stored, comma-separated) does not hold every one of `names`.
-pub(super) struct Guard<'a> {
+pub(crate) struct Guard<'a> {
     pub ahead_sql: Option<&'a str>,
     pub names: Vec<String>,
 }
@@ -63,7 +63,7 @@ impl Guard<'_> {
     /// written before it): session `id` is there and not archived, has
     /// fewer than the most pending widgets, and the kind's read does not
     /// make the widget born terminal.
-    pub(super) fn put_into(self, script: &mut Script, id: &SessionId) {
+    pub(crate) fn put_into(self, script: &mut Script, id: &SessionId) {
         guessed();
         let postgres = script.dialect() == Dialect::Postgres;
         // `$1` is the session's id, in the pending count's statement too.
@@ -110,24 +110,24 @@ impl Guard<'_> {
 }
 
 /// Counts a creation made on the guess.
-pub(super) fn guessed() {
+pub(crate) fn guessed() {
     GUESSES[0].fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts a guess refused (its creation is made again with its read).
-pub(super) fn refused_once() {
+pub(crate) fn refused_once() {
     GUESSES[1].fetch_add(1, Ordering::Relaxed);
 }
 
 /// Whether `err` says the guess's writes were superseded (a write built
 /// before them failed, `db::superseded`): the creation is made again.
-pub(super) fn superseded(err: &Error) -> bool {
+pub(crate) fn superseded(err: &Error) -> bool {
     matches!(err, Error::Database(e) if crate::db::superseded(e))
 }
 
 /// Whether `err` is the guard refusing the guess; counted, as the creation
 /// is made again.
-pub(super) fn refused(err: &Error) -> bool {
+pub(crate) fn refused(err: &Error) -> bool {
     let refused = matches!(err, Error::Database(sqlx::Error::Database(e))
         if e.message().contains("guess_holds"));
     if refused {
