@@ -13,12 +13,11 @@ use super::{
     TokenCommand, UserCommand,
 };
 use crate::exec::{self, ExecOptions};
-use crate::web::DbSessionStore;
+use widgetd_domain::Core;
 use widgetd_domain::audit::Entry;
 use widgetd_domain::auth::{self, Role, passwords};
 use widgetd_domain::db::{DB_FILE, DatabaseUrl};
 use widgetd_domain::startup::{self, DataDir};
-use widgetd_domain::{Core, widgets};
 
 use crate::settings::Settings;
 use crate::state::AppState;
@@ -206,7 +205,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
     // Stopped before the pool closes, so none of them meets a closed pool
     // (a webhook cut off mid-send stays due and is sent again later).
     let mut jobs = vec![
-        tokio::spawn(background_jobs(
+        tokio::spawn(widgetd_domain::jobs::sweep_forever(
             core.clone(),
             Duration::from_secs(args.sweep_secs.max(1)),
         )),
@@ -262,50 +261,6 @@ async fn start_demo(state: &Arc<Core>, dir: &Path) -> anyhow::Result<tokio::task
         ),
     }
     Ok(tokio::spawn(crate::demo::run(state.clone(), session)))
-}
-
-/// Expires widgets and deletes expired browser sessions, every `every`.
-async fn background_jobs(state: Arc<Core>, every: Duration) {
-    let sessions = DbSessionStore::new(state.db.clone());
-    loop {
-        // One daemon of a deployment sweeps at a time (on PostgreSQL an
-        // advisory lock; the guarded transitions make a second sweep harmless
-        // anyway, but it would only repeat the first one's reads).
-        let swept = state
-            .db
-            .exclusively("sweep", sweep(&state, &sessions))
-            .await;
-        if let Err(err) = swept {
-            tracing::error!(error = %err, "the sweep failed; retrying later");
-        }
-        tokio::time::sleep(every).await;
-    }
-}
-
-/// One round of the background sweep: due widgets expire, expired browser
-/// sessions and idle rate-limit buckets are deleted, and audit rows that a
-/// daemon staged but did not seal (it was killed between its commit and
-/// its seal; PostgreSQL only) join the chain.
-async fn sweep(state: &Core, sessions: &DbSessionStore) -> anyhow::Result<()> {
-    match widgetd_domain::audit::seal::seal(&state.db.write).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(sealed = n, "sealed audit rows another daemon left staged"),
-        Err(err) => {
-            tracing::error!(error = %err, "sealing staged audit rows failed; retrying later")
-        }
-    }
-    match widgets::expire_due(state).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(expired = n, "expired pending widgets"),
-        Err(err) => tracing::error!(error = %err, "the expiry sweep failed; retrying later"),
-    }
-    if let Err(err) = sessions.delete_expired().await {
-        tracing::error!(error = %err, "deleting expired browser sessions failed");
-    }
-    let mut tx = state.db.begin_write().await?;
-    widgetd_domain::limits::forget_idle(&mut tx).await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 /// The first admin, created on a data dir without users.

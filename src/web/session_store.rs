@@ -1,13 +1,11 @@
-//! Browser sessions in SQLite, keyed by the SHA-256 of the session id: the
-//! cookie is the only place the id itself exists, so a copy of the database
-//! does not let anyone ride a session.
+//! tower-sessions' store over the domain's browser sessions
+//! (`widgetd_domain::auth::browser`): only signed-in sessions are kept.
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
-
+use widgetd_domain::auth::browser;
 use widgetd_domain::db::Db;
 
 #[derive(Debug, Clone)]
@@ -19,21 +17,11 @@ impl DbSessionStore {
     pub fn new(db: Db) -> Self {
         Self { db }
     }
-
-    /// Deletes expired sessions; returns how many.
-    pub async fn delete_expired(&self) -> sqlx::Result<u64> {
-        let now = widgetd_domain::clock::now_ms();
-        let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
-            .bind(now)
-            .execute(&self.db.write)
-            .await?;
-        Ok(done.rows_affected())
-    }
 }
 
 /// The key a session is stored under: the SHA-256 of its id.
 pub fn id_hash(id: &Id) -> Vec<u8> {
-    Sha256::digest(id.to_string().as_bytes()).to_vec()
+    browser::id_hash(&id.to_string())
 }
 
 fn backend(err: impl std::fmt::Display) -> session_store::Error {
@@ -44,32 +32,25 @@ fn expiry_ms(record: &Record) -> i64 {
     i64::try_from(record.expiry_date.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
+fn encode(record: &Record) -> session_store::Result<String> {
+    serde_json::to_string(&record.data).map_err(|e| session_store::Error::Encode(e.to_string()))
+}
+
 #[async_trait]
 impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         if record.data.is_empty() {
             return Ok(());
         }
-        let data = serde_json::to_string(&record.data)
-            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let data = encode(record)?;
         // 128 random bits collide in theory only; retry on the unique key anyway.
-        // Through the writer: the row is committed with the batch it joins.
-        let mut tx = self.db.begin_write().await.map_err(backend)?;
-        loop {
-            let inserted = sqlx::query(
-                "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            )
-            .bind(id_hash(&record.id))
-            .bind(&data)
-            .bind(expiry_ms(record))
-            .execute(&mut *tx)
+        while !browser::insert(&self.db, &id_hash(&record.id), &data, expiry_ms(record))
             .await
-            .map_err(backend)?;
-            if inserted.rows_affected() == 1 {
-                return tx.commit().await.map_err(backend);
-            }
+            .map_err(backend)?
+        {
             record.id = Id::default();
         }
+        Ok(())
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
@@ -78,31 +59,16 @@ impl SessionStore for DbSessionStore {
         if record.data.is_empty() {
             return Ok(());
         }
-        let data = serde_json::to_string(&record.data)
-            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
-        let mut tx = self.db.begin_write().await.map_err(backend)?;
-        sqlx::query(
-            "INSERT INTO web_sessions (id_hash, data, expires_at) VALUES ($1, $2, $3)
-             ON CONFLICT (id_hash) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
-        )
-        .bind(id_hash(&record.id))
-        .bind(data)
-        .bind(expiry_ms(record))
-        .execute(&mut *tx)
-        .await
-        .map_err(backend)?;
-        tx.commit().await.map_err(backend)
+        let data = encode(record)?;
+        browser::save(&self.db, &id_hash(&record.id), &data, expiry_ms(record))
+            .await
+            .map_err(backend)
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let row: Option<(String, i64)> = sqlx::query_as(
-            "SELECT data, expires_at FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
-        )
-        .bind(id_hash(id))
-        .bind(widgetd_domain::clock::now_ms())
-        .fetch_optional(&self.db.read)
-        .await
-        .map_err(backend)?;
+        let row = browser::load(&self.db, &id_hash(id))
+            .await
+            .map_err(backend)?;
         let Some((data, expires_at)) = row else {
             return Ok(None);
         };
@@ -119,12 +85,8 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        let mut tx = self.db.begin_write().await.map_err(backend)?;
-        sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1")
-            .bind(id_hash(id))
-            .execute(&mut *tx)
+        browser::delete(&self.db, &id_hash(id))
             .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)
+            .map_err(backend)
     }
 }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod ids;
 pub mod input;
+pub mod jobs;
 pub mod limits;
 pub mod notify;
 pub mod progress;

@@ -1,6 +1,7 @@
 //! People and their credentials: users with argon2id passwords and roles,
 //! API tokens with scopes, and the `Principal` every API request resolves to.
 
+pub mod browser;
 pub mod cache;
 pub mod passwords;
 pub mod principal;

@@ -10,15 +10,8 @@
 //! invariant that rests on that (the audit chain, event and prompt order,
 //! caps counted before an insert) holds on both.
 
-mod batch;
 mod changes;
 pub mod copy;
-mod deferred;
-pub mod integrity;
-mod memo;
-mod pg_group;
-mod pg_write;
-mod pipe;
 mod postgres;
 mod script;
 mod sqlite;
@@ -26,7 +19,6 @@ pub mod stats;
 mod types;
 mod url;
 mod write_tx;
-mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,13 +29,14 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool};
 
 pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
-pub use self::deferred::{Superseded, superseded};
-pub use self::pg_group::{BeforeCommit, Grouped, Seen};
-pub use self::pg_write::{AfterCommit, Lock, lock, lock_all};
+pub use self::postgres::group::{BeforeCommit, Grouped, Seen};
+pub use self::postgres::write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
+pub use self::sqlite::deferred::{Superseded, superseded};
+pub use self::sqlite::integrity;
+pub use self::sqlite::writer::Memo;
 pub use self::url::DatabaseUrl;
 pub use self::write_tx::WriteTx;
-pub use self::writer::Memo;
 pub use types::Flag;
 pub(crate) use types::text_enum;
 
@@ -96,6 +89,15 @@ impl Dialect {
     }
 }
 
+/// Where write transactions go: SQLite's single writer with its group
+/// commit (`sqlite/writer.rs`), or PostgreSQL's pool with its grouped
+/// writes (`postgres/`).
+#[derive(Clone, Debug)]
+pub(crate) enum Writes {
+    Sqlite(Arc<sqlite::writer::Writer>),
+    Postgres(Arc<postgres::Pg>),
+}
+
 /// The pools of one database. `read` serves reads; writes go through
 /// [`Db::begin_write`]. On SQLite `write` is the single writer connection
 /// (so write transactions queue in-process instead of failing with
@@ -105,7 +107,7 @@ pub struct Db {
     pub read: AnyPool,
     pub write: AnyPool,
     backend: Backend,
-    writer: Arc<writer::Writer>,
+    writes: Writes,
     /// On SQLite, whether what a reader saw may have changed since.
     changes: Option<Arc<changes::Changes>>,
     /// PostgreSQL's URL, for the connection that hears other daemons.
@@ -142,12 +144,18 @@ impl Db {
                 commits.clone(),
             ))
         });
-        let writer = Arc::new(writer::Writer::new(backend, write.clone(), commits));
+        let writes = match backend {
+            Backend::Sqlite => Writes::Sqlite(Arc::new(sqlite::writer::Writer::new(
+                write.clone(),
+                commits,
+            ))),
+            Backend::Postgres => Writes::Postgres(Arc::new(postgres::Pg::new(write.clone()))),
+        };
         Self {
             read,
             write,
             backend,
-            writer,
+            writes,
             changes,
             url: None,
         }
@@ -177,14 +185,14 @@ impl Db {
     /// deployment's write lock. [`WriteTx::commit`] returns once the work is
     /// durable; dropping the guard undoes this transaction's work alone.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTx> {
-        write_tx::begin(self.writer.clone(), false, None).await
+        write_tx::begin(&self.writes, false, None).await
     }
 
     /// [`Db::begin_write`], then [`WriteTx::lock`] of `first`: on
     /// PostgreSQL in the statement that takes the write lock, a round trip
     /// fewer, for transactions whose first step is to lock their session.
     pub async fn begin_write_locking(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
-        write_tx::begin(self.writer.clone(), false, Some(first)).await
+        write_tx::begin(&self.writes, false, Some(first)).await
     }
 
     /// [`Db::begin_write_locking`] for a transaction that reads nothing
@@ -197,7 +205,7 @@ impl Db {
     /// ([`superseded`]): a write built before it failed, and the caller
     /// makes its work again.
     pub async fn begin_write_deferred(&self, first: Lock<'_>) -> sqlx::Result<WriteTx> {
-        write_tx::begin_deferred(self.writer.clone(), first).await
+        write_tx::begin_deferred(&self.writes, first).await
     }
 
     /// Writes `work` together with other requests' work of the same
@@ -209,16 +217,19 @@ impl Db {
     /// its commit). Always `Ok(false)` on SQLite, whose writer groups by
     /// itself.
     pub async fn write_grouped(&self, work: Grouped) -> sqlx::Result<bool> {
-        match self.backend {
-            Backend::Sqlite => Ok(false),
-            Backend::Postgres => pg_group::write(&self.writer, work).await,
+        match &self.writes {
+            Writes::Sqlite(_) => Ok(false),
+            Writes::Postgres(pg) => postgres::group::write(pg, work).await,
         }
     }
 
     /// (groups of [`Db::write_grouped`] run, members they carried) since
     /// this database was opened.
     pub fn group_counts(&self) -> (u64, u64) {
-        self.writer.groups.counts()
+        match &self.writes {
+            Writes::Sqlite(_) => (0, 0),
+            Writes::Postgres(pg) => pg.groups.counts(),
+        }
     }
 
     /// A write transaction that no other write transaction of the
@@ -226,7 +237,7 @@ impl Db {
     /// SQLite's writer is always alone): for changing every secret's key,
     /// creating the first data key or the first admin.
     pub async fn begin_write_exclusive(&self) -> sqlx::Result<WriteTx> {
-        write_tx::begin(self.writer.clone(), true, None).await
+        write_tx::begin(&self.writes, true, None).await
     }
 
     /// On SQLite, the state of the database as this process knows it: a
@@ -241,7 +252,10 @@ impl Db {
     /// How many write transactions are waiting for the writer right now (a
     /// gauge for operators and tests; not a lock).
     pub fn queued_writes(&self) -> usize {
-        self.writer.queued()
+        match &self.writes {
+            Writes::Sqlite(writer) => writer.queued(),
+            Writes::Postgres(_) => 0,
+        }
     }
 
     /// Whether the schema exists yet (false on a brand-new database).

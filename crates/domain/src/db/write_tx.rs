@@ -1,16 +1,17 @@
 //! One request's write transaction, whichever the backend: a member of the
-//! SQLite writer's batch (`writer.rs`) or a PostgreSQL transaction
-//! (`pg_write.rs`).
+//! SQLite writer's batch (`sqlite/writer.rs`) or a PostgreSQL transaction
+//! (`postgres/write.rs`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use sqlx::AnyConnection;
 
-use super::Memo;
-use super::deferred::Deferred;
-use super::pg_write::{AfterCommit, PgWrite};
-use super::writer::{Member, Writer, join, seated};
+use super::postgres::Pg;
+use super::postgres::write::{AfterCommit, PgWrite};
+use super::sqlite::deferred::Deferred;
+use super::sqlite::writer::{Member, join, seated};
+use super::{Memo, Writes};
 
 /// One request's write transaction. On SQLite a savepoint in the writer's
 /// batch: dropped without [`WriteTx::commit`], it rolls back its own
@@ -24,7 +25,7 @@ enum Inner {
     /// A SQLite member that holds the writer without its connection yet
     /// ([`Db::begin_write_deferred`](super::Db::begin_write_deferred)).
     Deferred(Deferred),
-    Postgres(Box<PgWrite>, Arc<Writer>),
+    Postgres(Box<PgWrite>, Arc<Pg>),
 }
 
 impl std::fmt::Debug for WriteTx {
@@ -61,7 +62,7 @@ impl WriteTx {
             // Nothing written: what it changed in the memory is forgotten
             // with its turn.
             Inner::Deferred(_) => Ok(()),
-            Inner::Postgres(write, writer) => write.commit(&writer.pool, &writer.follow_up).await,
+            Inner::Postgres(write, pg) => write.commit(&pg.pool, &pg.follow_up).await,
         }
     }
 
@@ -128,7 +129,7 @@ impl WriteTx {
         let mut member = seated(writer, turn).await?;
         if served && member.epoch() != before {
             // What it was told from the memory may be untrue.
-            return Err(super::deferred::superseded_error());
+            return Err(super::sqlite::deferred::superseded_error());
         }
         self.0 = Inner::Member(member);
         Ok(())
@@ -154,7 +155,7 @@ impl WriteTx {
     /// commit will likely end the batch, and on PostgreSQL.
     pub(super) fn release_sql(&self) -> Option<&'static str> {
         match &self.0 {
-            Inner::Member(member) if member.followed() => Some(super::writer::RELEASE),
+            Inner::Member(member) if member.followed() => Some(super::sqlite::writer::RELEASE),
             Inner::Member(_) | Inner::Deferred(_) | Inner::Postgres(..) => None,
         }
     }
@@ -205,15 +206,15 @@ fn not_ready() -> ! {
 /// Starts a deferred write transaction on SQLite (the writer's turn,
 /// without its connection); on PostgreSQL the same as [`begin`].
 pub(super) async fn begin_deferred(
-    writer: Arc<Writer>,
+    writes: &Writes,
     first: super::Lock<'_>,
 ) -> sqlx::Result<WriteTx> {
-    if writer.backend == super::Backend::Postgres {
-        return begin(writer, false, Some(first)).await;
-    }
+    let Writes::Sqlite(writer) = writes else {
+        return begin(writes, false, Some(first)).await;
+    };
     let turn = writer.turn().await;
     Ok(WriteTx(Inner::Deferred(Deferred {
-        writer,
+        writer: writer.clone(),
         turn: Some(turn),
     })))
 }
@@ -223,15 +224,17 @@ pub(super) async fn begin_deferred(
 /// (`exclusive`) alone, and `first`, if given. SQLite's writer is always
 /// alone.
 pub(super) async fn begin(
-    writer: Arc<Writer>,
+    writes: &Writes,
     exclusive: bool,
     first: Option<super::Lock<'_>>,
 ) -> sqlx::Result<WriteTx> {
-    if writer.backend == super::Backend::Postgres {
-        let write = super::pg_write::begin(&writer.pool, exclusive, first).await?;
-        return Ok(WriteTx(Inner::Postgres(Box::new(write), writer)));
+    match writes {
+        Writes::Postgres(pg) => {
+            let write = super::postgres::write::begin(&pg.pool, exclusive, first).await?;
+            Ok(WriteTx(Inner::Postgres(Box::new(write), pg.clone())))
+        }
+        Writes::Sqlite(writer) => join(writer.clone())
+            .await
+            .map(|member| WriteTx(Inner::Member(member))),
     }
-    join(writer)
-        .await
-        .map(|member| WriteTx(Inner::Member(member)))
 }

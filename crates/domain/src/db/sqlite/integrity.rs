@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::{Db, SQLITE_MIGRATIONS};
+use crate::db::{Db, SQLITE_MIGRATIONS};
 
 /// SQLite's result codes for a damaged file and for a file that is not a
 /// database at all.
@@ -15,7 +15,7 @@ const SQLITE_NOTADB: i64 = 26;
 
 /// Whether SQLite says the file is damaged (by primary code; sqlx reports
 /// the extended one).
-pub(super) fn is_corrupt_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+pub(crate) fn is_corrupt_error(err: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     err.try_downcast_ref::<sqlx::sqlite::SqliteError>()
         .and_then(sqlx::error::DatabaseError::code)
         .and_then(|code| code.parse::<i64>().ok())
@@ -36,7 +36,7 @@ pub async fn structure(db: &Db, quick: bool) -> sqlx::Result<Vec<String>> {
         .await
     {
         Ok(rows) => Ok(rows.into_iter().filter(|r| r != "ok").collect()),
-        Err(err) if super::is_corrupt(&err) => Ok(vec![err.to_string()]),
+        Err(err) if crate::db::is_corrupt(&err) => Ok(vec![err.to_string()]),
         Err(err) => Err(err),
     }
 }
@@ -57,7 +57,7 @@ pub async fn foreign_keys(db: &Db) -> sqlx::Result<Vec<DanglingRow>> {
             .await
         {
             Ok(rows) => rows,
-            Err(err) if super::is_corrupt(&err) => return Ok(Vec::new()),
+            Err(err) if crate::db::is_corrupt(&err) => return Ok(Vec::new()),
             Err(err) => return Err(err),
         };
     Ok(rows

@@ -1,6 +1,13 @@
 //! The embedded SQLite file: WAL, fsync on every commit, foreign keys and
 //! secure delete on, a single writer connection and a few readers.
 
+pub(crate) mod batch;
+pub(crate) mod deferred;
+pub mod integrity;
+pub(crate) mod memo;
+pub(crate) mod pipe;
+pub(crate) mod writer;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 

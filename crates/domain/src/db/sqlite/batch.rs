@@ -19,13 +19,13 @@ use super::pipe::{Pipe, Reply};
 
 /// Why a batch failed: the kind of the error (so a full disk still reads as
 /// one to every member) and its text.
-pub(super) type Failure = (std::io::ErrorKind, Arc<str>);
+pub(crate) type Failure = (std::io::ErrorKind, Arc<str>);
 /// How a batch ended: `None` while it is open.
-pub(super) type Outcome = Option<Result<(), Failure>>;
+pub(crate) type Outcome = Option<Result<(), Failure>>;
 
 /// The writer's connection, with the batch open on it.
 #[derive(Default)]
-pub(super) struct Core {
+pub(crate) struct Core {
     /// Held from `BEGIN IMMEDIATE` to the batch's end, then back in the pool.
     pub conn: Option<PoolConnection<Any>>,
     pub batch: Option<Batch>,
@@ -49,7 +49,7 @@ pub(super) struct Core {
 /// back anyway, so that whoever waits for it (a backup) gets it.
 const KEEP: Duration = Duration::from_millis(20);
 
-pub(super) struct Batch {
+pub(crate) struct Batch {
     pub members: usize,
     /// Members that hold the writer hear the outcome here.
     pub done: watch::Sender<Outcome>,
@@ -80,7 +80,7 @@ impl Core {
                 conn
             }
         };
-        let opened = super::sqlite::connections_opened();
+        let opened = super::connections_opened();
         let sql = match savepoint {
             true => "BEGIN IMMEDIATE; SAVEPOINT member; PRAGMA data_version",
             false => "BEGIN IMMEDIATE; PRAGMA data_version",
@@ -98,7 +98,7 @@ impl Core {
                 // A connection that met a read-only disk may have been
                 // reopened read-only by SQLite and would stay so once the
                 // disk is writable again: the next batch gets a new one.
-                if super::storage_unavailable(&e) {
+                if crate::db::storage_unavailable(&e) {
                     conn.close_on_drop();
                 }
                 self.taken_at = None;
@@ -175,20 +175,20 @@ impl Core {
         let started = std::time::Instant::now();
         let outcome = match sqlx::query("COMMIT").execute(&mut *conn).await {
             Ok(_) => {
-                super::stats::WRITES.committed(batch.members, started.elapsed());
+                crate::db::stats::WRITES.committed(batch.members, started.elapsed());
                 // Kept for the next batch; handed back once idle (`release`).
                 self.conn = Some(conn);
                 Ok(())
             }
             Err(e) => {
-                super::stats::WRITES.failed();
+                crate::db::stats::WRITES.failed();
                 tracing::error!(error = %e, members = batch.members, "a group commit failed");
                 pipe.stale();
                 // A failed COMMIT can leave the transaction open; after a
                 // full or read-only disk, the next batch starts on a new
                 // connection.
                 let rolled_back = sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
-                if !rolled_back || super::storage_unavailable(&e) {
+                if !rolled_back || crate::db::storage_unavailable(&e) {
                     conn.close_on_drop();
                 }
                 self.taken_at = None;
@@ -203,7 +203,7 @@ impl Core {
 
     /// Rolls the whole batch back and reports `why` to every member.
     pub async fn abort(&mut self, why: &sqlx::Error, pipe: &Pipe) {
-        super::stats::WRITES.failed();
+        crate::db::stats::WRITES.failed();
         tracing::error!(error = %why, "a write batch was rolled back");
         self.in_savepoint = false;
         self.spare = false;
@@ -244,18 +244,18 @@ async fn released_in_batch(conn: &mut AnyConnection) -> bool {
 
 /// What every member of a failed batch is told: a full or read-only disk,
 /// and a lock held elsewhere too long, keep their meaning as I/O error kinds.
-pub(super) fn failure(err: &sqlx::Error) -> Failure {
+pub(crate) fn failure(err: &sqlx::Error) -> Failure {
     let kind = match err {
         sqlx::Error::Io(io) => io.kind(),
-        _ if super::storage_unavailable(err) => std::io::ErrorKind::StorageFull,
-        _ if super::interrupted(err) => std::io::ErrorKind::ResourceBusy,
+        _ if crate::db::storage_unavailable(err) => std::io::ErrorKind::StorageFull,
+        _ if crate::db::interrupted(err) => std::io::ErrorKind::ResourceBusy,
         _ => std::io::ErrorKind::Other,
     };
     (kind, Arc::from(err.to_string()))
 }
 
 /// The error a member of a failed batch gets.
-pub(super) fn failed((kind, why): &Failure) -> sqlx::Error {
+pub(crate) fn failed((kind, why): &Failure) -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::new(
         *kind,
         format!("group commit failed: {why}"),

@@ -23,14 +23,14 @@ pub fn superseded(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Io(io) if io.get_ref().is_some_and(|e| e.is::<Superseded>()))
 }
 
-pub(super) fn superseded_error() -> sqlx::Error {
+pub(crate) fn superseded_error() -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::other(Superseded))
 }
 
 /// A member of a SQLite batch that leaves its writes to the writer's task
 /// ([`Pipe`](super::pipe::Pipe)): it holds the writer while it builds them, from the
 /// writer's memory alone.
-pub(super) struct Deferred {
+pub(crate) struct Deferred {
     pub writer: Arc<Writer>,
     pub turn: Option<Turn>,
 }

@@ -1,6 +1,10 @@
 //! PostgreSQL, for several daemons on one database: one pool per daemon,
 //! advisory locks where SQLite had a single writer or a single daemon
-//! (the write transactions' locks are in `pg_write.rs`).
+//! (the write transactions' locks are in `write.rs`, grouped writes in
+//! `group.rs`).
+
+pub(crate) mod group;
+pub(crate) mod write;
 
 use std::time::Duration;
 
@@ -8,7 +12,7 @@ use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Connection};
 
-use super::DatabaseUrl;
+use crate::db::DatabaseUrl;
 
 /// Connections per daemon. Long-polls and event streams hold none while
 /// they wait, so this bounds concurrent queries, not clients.
@@ -19,6 +23,26 @@ const CONNECTIONS: u32 = 16;
 /// handed out again soon after needs no second ping, which would be a round
 /// trip on the critical path of every query.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// What a daemon keeps for PostgreSQL's writes: the pool they take
+/// connections from, the gate of their after-commit steps, and the
+/// runners of grouped writes.
+#[derive(Debug)]
+pub(crate) struct Pg {
+    pub(super) pool: AnyPool,
+    pub(super) follow_up: write::FollowUp,
+    pub(super) groups: group::Groups,
+}
+
+impl Pg {
+    pub(super) fn new(pool: AnyPool) -> Self {
+        Self {
+            pool,
+            follow_up: write::FollowUp::default(),
+            groups: group::Groups::default(),
+        }
+    }
+}
 
 /// Connects the daemon's pool.
 pub(super) async fn open(url: &DatabaseUrl) -> anyhow::Result<AnyPool> {

@@ -35,14 +35,14 @@ use sqlx::{Arguments, Either, Executor};
 use tokio::sync::{Notify, oneshot};
 
 use super::batch::{Core, Failure, failure};
-use super::stats::WRITES;
 use super::writer::{MAX_MEMBERS, Writer};
+use crate::db::stats::WRITES;
 
 /// Most scripts sent in one hop.
 const MAX_RUN: usize = 8;
 
 /// What the writer's task and the members hand each other.
-pub(super) struct Pipe {
+pub(crate) struct Pipe {
     inner: Mutex<Inner>,
     /// Moves whenever the writer's memory may be untrue (`memo.rs`).
     epoch: AtomicU64,
@@ -69,7 +69,7 @@ enum Slot {
 
 /// A script left to run: its statement list, its values, how many
 /// statements the list has, and the memory's mark it was built under.
-pub(super) struct Job {
+pub(crate) struct Job {
     pub sql: String,
     pub args: AnyArguments<'static>,
     pub statements: usize,
@@ -78,7 +78,7 @@ pub(super) struct Job {
 }
 
 /// What a script's member hears.
-pub(super) enum Reply {
+pub(crate) enum Reply {
     /// It ran, and its batch ended so.
     Done(Result<(), Failure>),
     /// It failed, and nothing of it stands.
@@ -188,7 +188,7 @@ impl Pipe {
     }
 
     /// Leaves `job` to be run; whether the task must be woken for it.
-    pub(super) fn push(&self, job: Job) -> bool {
+    pub(crate) fn push(&self, job: Job) -> bool {
         let mut inner = self.inner();
         inner.pending.push_back(job);
         matches!(inner.slot, Slot::Here(_))
@@ -241,7 +241,7 @@ impl Pipe {
 
 /// The writer's task: runs the scripts left for it, and commits the batch
 /// when nobody holds or waits for the writer, or when it is full.
-pub(super) async fn run(pipe: Arc<Pipe>, weak: Weak<Writer>) {
+pub(crate) async fn run(pipe: Arc<Pipe>, weak: Weak<Writer>) {
     loop {
         pipe.kick.notified().await;
         let Some(writer) = weak.upgrade() else {
@@ -281,7 +281,7 @@ async fn serve(writer: &Writer, mut core: Box<Core>) {
 
 /// Runs every script left, for the member that took the connection before
 /// the writer's task did ([`Pipe::core`]).
-pub(super) async fn drain(writer: &Writer, core: &mut Core) {
+pub(crate) async fn drain(writer: &Writer, core: &mut Core) {
     let pipe = &writer.pipe;
     loop {
         let members = core.batch.as_ref().map_or(0, |b| b.members);
@@ -384,7 +384,7 @@ async fn run_hop(pipe: &Pipe, core: &mut Core, mut run: Vec<Job>) -> bool {
             sql.push_str("; ");
         }
         sql.push_str("SAVEPOINT member; ");
-        sql.push_str(&super::script::renumber(&job.sql, offset).0);
+        sql.push_str(&crate::db::script::renumber(&job.sql, offset).0);
         sql.push_str("; RELEASE member");
         append(&mut args, std::mem::take(&mut job.args));
     }

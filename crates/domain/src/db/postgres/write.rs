@@ -5,7 +5,7 @@
 //! write transactions run and commit side by side and PostgreSQL groups
 //! their WAL flushes; the few operations that must see no other writer
 //! (re-keying the vault, creating the first data key, the first admin)
-//! take it exclusively ([`super::Db::begin_write_exclusive`]). What the
+//! take it exclusively ([`crate::db::Db::begin_write_exclusive`]). What the
 //! one exclusive lock used to give for free is kept by narrower locks
 //! (`docs/architecture.md`, "Several daemons"):
 //!
@@ -17,7 +17,7 @@
 //! - the audit chain: rows are staged in `audit_pending` and sealed into
 //!   the chain after the commit, by one sealer at a time
 //!   (`src/audit/seal.rs`), through the hook a transaction registers with
-//!   [`super::WriteTx::after_commit`].
+//!   [`crate::db::WriteTx::after_commit`].
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,32 +25,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures_util::future::BoxFuture;
 use sqlx::{Any, AnyConnection, AnyPool, Transaction};
 
-use super::Dialect;
+use crate::db::Dialect;
 
 /// The lock every write transaction of the deployment takes (shared), and
 /// the few that must run alone take exclusively.
-pub(super) const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
+pub(crate) const WRITE_LOCK: i64 = 0x7769_6467_6574_6401; // "widget" + 1
 
 /// Work to do once a transaction has committed, on the pool (the audit
 /// sealer). One per transaction: registering the same hook twice is one.
 pub type AfterCommit = fn(AnyPool) -> BoxFuture<'static, sqlx::Result<()>>;
 
 /// A PostgreSQL write transaction.
-pub(super) struct PgWrite {
-    pub(super) tx: Transaction<'static, Any>,
-    pub(super) after: Option<AfterCommit>,
+pub(crate) struct PgWrite {
+    pub(crate) tx: Transaction<'static, Any>,
+    pub(crate) after: Option<AfterCommit>,
     /// Sessions whose change the other daemons hear of after the commit.
-    pub(super) notify: Vec<String>,
+    pub(crate) notify: Vec<String>,
     /// The keys of the locks taken through [`PgWrite::lock_all`]: held to
     /// the end of the transaction, so not asked for again.
-    pub(super) held: Vec<(i32, i32)>,
+    pub(crate) held: Vec<(i32, i32)>,
 }
 
 impl PgWrite {
     /// Takes those of `locks` this transaction does not hold yet, as
     /// [`lock_all`] does: one round trip fewer for each lock taken again
     /// (a session's, by the widget and then by its event).
-    pub(super) async fn lock_all<'a>(
+    pub(crate) async fn lock_all<'a>(
         &mut self,
         locks: impl IntoIterator<Item = Lock<'a>>,
     ) -> sqlx::Result<()> {
@@ -63,12 +63,12 @@ impl PgWrite {
 
     /// Commits, then runs the after-commit hook, if any, through
     /// `follow_up`.
-    pub(super) async fn commit(self, pool: &AnyPool, follow_up: &FollowUp) -> sqlx::Result<()> {
+    pub(crate) async fn commit(self, pool: &AnyPool, follow_up: &FollowUp) -> sqlx::Result<()> {
         let started = std::time::Instant::now();
         let done = self.tx.commit().await;
         match &done {
-            Ok(()) => super::stats::WRITES.committed(1, started.elapsed()),
-            Err(_) => super::stats::WRITES.failed(),
+            Ok(()) => crate::db::stats::WRITES.committed(1, started.elapsed()),
+            Err(_) => crate::db::stats::WRITES.failed(),
         }
         if done.is_ok() && (self.after.is_some() || !self.notify.is_empty()) {
             follow_up.after_commit(pool, self.after, self.notify).await;
@@ -91,7 +91,7 @@ impl PgWrite {
 /// daemon dies in between, the others' streams and long-polls find the
 /// change at their next periodic re-read.
 #[derive(Debug, Default)]
-pub(super) struct FollowUp {
+pub(crate) struct FollowUp {
     /// Transactions committed with something to follow, counted.
     committed: AtomicU64,
     /// The count the last finished run covered.
@@ -106,7 +106,7 @@ impl FollowUp {
     /// run of `hook` that started after the commit has ended. A failed run
     /// is logged, not returned: the transaction committed, and what the
     /// hook missed is caught up later (`src/audit/seal.rs`).
-    pub(super) async fn after_commit(
+    pub(crate) async fn after_commit(
         &self,
         pool: &AnyPool,
         hook: Option<AfterCommit>,
@@ -136,7 +136,7 @@ impl FollowUp {
         }
         if !sessions.is_empty() {
             let sessions: Vec<String> = sessions.into_iter().collect();
-            if let Err(err) = super::postgres::notify_changes(pool, &sessions).await {
+            if let Err(err) = super::notify_changes(pool, &sessions).await {
                 tracing::warn!(error = %err, "could not tell the other daemons of a change; they find it at their next re-read");
             }
         }
@@ -146,7 +146,7 @@ impl FollowUp {
 
 /// Begins a write transaction holding the deployment's write lock, shared
 /// or (`exclusive`) alone, then `first`, in one statement.
-pub(super) async fn begin(
+pub(crate) async fn begin(
     pool: &AnyPool,
     exclusive: bool,
     first: Option<Lock<'_>>,
@@ -196,13 +196,13 @@ pub enum Lock<'a> {
 impl Lock<'_> {
     /// The lock's 64-bit key: its class in the first argument of the
     /// two-key advisory lock, a hash of the name in the second.
-    pub(super) fn keys(self) -> (i32, i32) {
+    pub(crate) fn keys(self) -> (i32, i32) {
         let (class, name) = match self {
             Self::Session(id) => (1, id),
             Self::Bucket(key) => (2, key),
             Self::Admins => (3, ""),
         };
-        let hash = super::postgres::lock_key(name);
+        let hash = super::lock_key(name);
         (class, (hash ^ (hash >> 32)) as i32)
     }
 }
@@ -210,7 +210,7 @@ impl Lock<'_> {
 /// Takes `what` until the end of the transaction on `conn` (taking it again
 /// in the same transaction is free of waits). A no-op on SQLite, whose one
 /// writer runs transactions one at a time. A transaction that needs
-/// several takes them together, with [`lock_all`]. In a [`super::WriteTx`],
+/// several takes them together, with [`lock_all`]. In a [`crate::db::WriteTx`],
 /// prefer its own `lock`, which does not ask again for a lock it holds.
 pub async fn lock(conn: &mut AnyConnection, what: Lock<'_>) -> sqlx::Result<()> {
     lock_all(conn, [what]).await

@@ -46,9 +46,9 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::Lock;
-use super::pg_write::WRITE_LOCK;
-use super::writer::Writer;
+use super::Pg;
+use super::write::WRITE_LOCK;
+use crate::db::Lock;
 
 /// Most members in one group.
 const MOST: usize = 64;
@@ -98,7 +98,7 @@ struct Queue {
 
 /// The daemon's group runners, started with the first member.
 #[derive(Debug)]
-pub(super) struct Groups {
+pub(crate) struct Groups {
     send: mpsc::UnboundedSender<Job>,
     queue: Arc<Mutex<Queue>>,
     started: AtomicBool,
@@ -116,7 +116,7 @@ impl std::fmt::Debug for Queue {
 
 impl Groups {
     /// (groups run, members they carried) since the start.
-    pub(super) fn counts(&self) -> (u64, u64) {
+    pub(crate) fn counts(&self) -> (u64, u64) {
         let [groups, members] = &self.counts;
         (
             groups.load(Ordering::Relaxed),
@@ -143,7 +143,7 @@ impl Default for Groups {
 /// Writes `work` with a group, once it committed: `Ok(true)` when the
 /// group's statement wrote it, `Ok(false)` when it did not (its caller
 /// makes it again alone).
-pub(super) async fn write(writer: &Arc<Writer>, work: Grouped) -> sqlx::Result<bool> {
+pub(crate) async fn write(writer: &Arc<Pg>, work: Grouped) -> sqlx::Result<bool> {
     let groups = &writer.groups;
     if !groups.started.swap(true, Ordering::SeqCst) {
         for _ in 0..RUNNERS {
@@ -159,7 +159,7 @@ pub(super) async fn write(writer: &Arc<Writer>, work: Grouped) -> sqlx::Result<b
 
 /// A runner: gathers a group, runs it, and again, until the daemon's
 /// database is dropped.
-async fn run(queue: Arc<Mutex<Queue>>, writer: Weak<Writer>) {
+async fn run(queue: Arc<Mutex<Queue>>, writer: Weak<Pg>) {
     loop {
         let Some(group) = queue.lock().await.gather().await else {
             return;
@@ -209,7 +209,7 @@ impl Queue {
 /// Runs one group and answers its members (after the other daemons were
 /// told of its sessions' changes, on a task of its own, so that the runner
 /// gathers the next group meanwhile).
-async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
+async fn write_group(writer: Arc<Pg>, mut group: Vec<Job>) {
     let started = Instant::now();
     let sql = group[0].work.sql;
     let mut locks: Vec<(i32, i32)> = group
@@ -244,8 +244,8 @@ async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
     groups.fetch_add(1, Ordering::Relaxed);
     members.fetch_add(group.len() as u64, Ordering::Relaxed);
     match &done {
-        Ok(()) => super::stats::WRITES.committed(written.len(), started.elapsed()),
-        Err(_) => super::stats::WRITES.failed(),
+        Ok(()) => crate::db::stats::WRITES.committed(written.len(), started.elapsed()),
+        Err(_) => crate::db::stats::WRITES.failed(),
     }
     tokio::spawn(async move {
         if let Err(err) = done {
@@ -273,7 +273,7 @@ async fn write_group(writer: Arc<Writer>, mut group: Vec<Job>) {
 /// Steps 1 to 4: the transaction, its locks, the group's statement and
 /// what comes before the commit; the members written, by index.
 async fn write_rows(
-    writer: &Writer,
+    writer: &Pg,
     locks: &[(i32, i32)],
     (last_lock, before_commit): (Option<i64>, Option<BeforeCommit>),
     sql: &str,
@@ -322,11 +322,11 @@ async fn write_rows(
 /// `sqlx::Error` cannot be cloned.
 fn shared(err: &sqlx::Error) -> sqlx::Error {
     use std::io::{Error, ErrorKind};
-    let kind = if super::connection_lost(err) {
+    let kind = if crate::db::connection_lost(err) {
         ErrorKind::ConnectionAborted
-    } else if super::storage_unavailable(err) {
+    } else if crate::db::storage_unavailable(err) {
         ErrorKind::StorageFull
-    } else if super::interrupted(err) {
+    } else if crate::db::interrupted(err) {
         ErrorKind::ResourceBusy
     } else {
         ErrorKind::Other

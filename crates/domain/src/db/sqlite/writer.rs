@@ -29,8 +29,8 @@
 //!
 //! On PostgreSQL there is no batch: each write transaction is a plain
 //! transaction that takes the deployment's write lock shared
-//! (`pg_write.rs`), and PostgreSQL groups the commits of concurrent
-//! transactions itself.
+//! (`db/postgres/write.rs`), and PostgreSQL groups the commits of
+//! concurrent transactions itself.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -43,22 +43,17 @@ pub use super::memo::Memo;
 use super::pipe::Pipe;
 
 /// A batch this large commits at once, however many are waiting.
-pub(super) const MAX_MEMBERS: usize = 64;
+pub(crate) const MAX_MEMBERS: usize = 64;
 
 /// The single writer.
 pub(crate) struct Writer {
-    pub(super) backend: super::Backend,
-    pub(super) pool: AnyPool,
-    /// PostgreSQL: the after-commit hooks' gate.
-    pub(super) follow_up: super::pg_write::FollowUp,
-    /// PostgreSQL: the runners of grouped writes (`pg_group.rs`).
-    pub(super) groups: super::pg_group::Groups,
+    pub(crate) pool: AnyPool,
     state: Arc<Mutex<State>>,
     /// Tasks waiting for their turn; zero means nobody would join the batch.
     queued: AtomicUsize,
     /// A member's turn is under way.
     held: AtomicBool,
-    pub(super) pipe: Arc<Pipe>,
+    pub(crate) pipe: Arc<Pipe>,
     /// The writer's task runs (`pipe.rs`); started with the first script.
     started: AtomicBool,
 }
@@ -73,27 +68,20 @@ impl std::fmt::Debug for Writer {
 
 /// What the member whose turn it is holds: the writer's memory, and the
 /// mark (`Pipe::epoch`) it is true under.
-pub(super) struct State {
+pub(crate) struct State {
     memo: Memo,
     epoch: u64,
 }
 
 impl Writer {
-    pub(crate) fn new(
-        backend: super::Backend,
-        pool: AnyPool,
-        commits: Arc<std::sync::atomic::AtomicU64>,
-    ) -> Self {
+    pub(crate) fn new(pool: AnyPool, commits: Arc<std::sync::atomic::AtomicU64>) -> Self {
         let pipe = Arc::new(Pipe::new(commits));
         let state = State {
             memo: Memo::default(),
             epoch: pipe.epoch(),
         };
         Self {
-            backend,
             pool,
-            follow_up: super::pg_write::FollowUp::default(),
-            groups: super::pg_group::Groups::default(),
             state: Arc::new(Mutex::new(state)),
             queued: AtomicUsize::new(0),
             held: AtomicBool::new(false),
@@ -107,12 +95,12 @@ impl Writer {
     }
 
     /// Nobody holds or waits for the writer: a batch may commit.
-    pub(super) fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         self.queued() == 0 && !self.held.load(Ordering::SeqCst)
     }
 
     /// Starts the writer's task, once.
-    pub(super) fn start(self: &Arc<Self>) {
+    pub(crate) fn start(self: &Arc<Self>) {
         if self.started.load(Ordering::SeqCst) {
             return;
         }
@@ -126,7 +114,7 @@ impl Writer {
     }
 
     /// Waits for this task's turn at the writer.
-    pub(super) async fn turn(self: &Arc<Self>) -> Turn {
+    pub(crate) async fn turn(self: &Arc<Self>) -> Turn {
         self.queued.fetch_add(1, Ordering::SeqCst);
         let counted = Dequeue(self);
         let guard = self.state.clone().lock_owned().await;
@@ -168,7 +156,7 @@ impl Drop for Dequeue<'_> {
 }
 
 /// A member's turn at the writer.
-pub(super) struct Turn {
+pub(crate) struct Turn {
     guard: Option<OwnedMutexGuard<State>>,
     writer: Arc<Writer>,
 }
@@ -248,7 +236,7 @@ impl Drop for Seat {
 }
 
 /// A member of a SQLite batch that holds the connection for its turn.
-pub(super) struct Member {
+pub(crate) struct Member {
     writer: Arc<Writer>,
     seat: Option<Seat>,
     done: watch::Receiver<Outcome>,
@@ -264,18 +252,18 @@ pub(super) struct Member {
 /// none in the still open batch (and the writes stand, as a commit whose
 /// answer was lost); one that finds the batch rolled back by SQLite (a
 /// full disk) rolls the batch back.
-pub(super) const RELEASE: &str = "RELEASE member; SAVEPOINT member";
+pub(crate) const RELEASE: &str = "RELEASE member; SAVEPOINT member";
 
 impl Member {
     /// Whether others wait for the writer, so that this member will likely
     /// hand the batch on rather than commit it (which ends its savepoint
     /// with the `COMMIT`, no [`RELEASE`] needed).
-    pub(super) fn followed(&self) -> bool {
+    pub(crate) fn followed(&self) -> bool {
         self.writer.queued() > 0
     }
 
     /// The member's last write carried [`RELEASE`] and succeeded.
-    pub(super) fn released(&mut self) {
+    pub(crate) fn released(&mut self) {
         self.released = true;
     }
 
@@ -283,7 +271,7 @@ impl Member {
         self.seat.as_mut().expect("a live WriteTx holds the writer")
     }
 
-    pub(super) async fn commit(mut self) -> sqlx::Result<()> {
+    pub(crate) async fn commit(mut self) -> sqlx::Result<()> {
         let mut seat = self.seat.take().expect("a live WriteTx holds the writer");
         let mut done = self.done.clone();
         if self.released && !closes(&self.writer, seat.core()) {
@@ -312,7 +300,7 @@ impl Member {
         }
     }
 
-    pub(super) async fn rollback(mut self) -> sqlx::Result<()> {
+    pub(crate) async fn rollback(mut self) -> sqlx::Result<()> {
         let seat = self.seat.take().expect("a live WriteTx holds the writer");
         tokio::spawn(leave(self.writer.clone(), seat, Ended::Undo))
             .await
@@ -320,7 +308,7 @@ impl Member {
     }
 
     /// The batch's connection, as [`Member::conn`] reads it.
-    pub(super) fn conn_ref(&self) -> &AnyConnection {
+    pub(crate) fn conn_ref(&self) -> &AnyConnection {
         let seat = self.seat.as_ref().expect("a live WriteTx holds the writer");
         let core = seat.core.as_ref().expect("a seat holds the connection");
         core.conn
@@ -329,13 +317,13 @@ impl Member {
     }
 
     /// The writer's memory of the rows it owns (`memo.rs`).
-    pub(super) fn memo(&mut self) -> Option<&mut Memo> {
+    pub(crate) fn memo(&mut self) -> Option<&mut Memo> {
         let turn = self.seat.as_mut()?.turn.as_mut()?;
         Some(turn.memo())
     }
 
     /// The mark its memory is true under (`Pipe::epoch`).
-    pub(super) fn epoch(&mut self) -> u64 {
+    pub(crate) fn epoch(&mut self) -> u64 {
         self.seat()
             .turn
             .as_mut()
@@ -343,7 +331,7 @@ impl Member {
             .epoch()
     }
 
-    pub(super) fn conn(&mut self) -> &mut AnyConnection {
+    pub(crate) fn conn(&mut self) -> &mut AnyConnection {
         debug_assert!(!self.released, "a member writes nothing after its release");
         self.seat().core().conn()
     }
@@ -364,14 +352,14 @@ impl Drop for Member {
 }
 
 /// Joins (or opens) the current batch with a fresh savepoint.
-pub(super) async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
+pub(crate) async fn join(writer: Arc<Writer>) -> sqlx::Result<Member> {
     let turn = writer.turn().await;
     seated(writer, turn).await
 }
 
 /// A member holding the writer takes the connection, once every script
 /// left before it has run, and a savepoint in the batch.
-pub(super) async fn seated(writer: Arc<Writer>, mut turn: Turn) -> sqlx::Result<Member> {
+pub(crate) async fn seated(writer: Arc<Writer>, mut turn: Turn) -> sqlx::Result<Member> {
     let (core, left) = writer.pipe.core().await?;
     // A script left before this turn may have failed meanwhile.
     turn.sync();

@@ -67,12 +67,12 @@ impl Memo {
 
     /// Whether the member holding the writer was answered from the memo
     /// since [`Memo::new_turn`].
-    pub(super) fn served(&self) -> bool {
+    pub(crate) fn served(&self) -> bool {
         self.served.get()
     }
 
     /// A new member holds the writer.
-    pub(super) fn new_turn(&mut self) {
+    pub(crate) fn new_turn(&mut self) {
         self.served.set(false);
     }
 
@@ -94,12 +94,12 @@ impl Memo {
     }
 
     /// The member's savepoint was released: its changes stand.
-    pub(super) fn keep_member(&mut self) {
+    pub(crate) fn keep_member(&mut self) {
         self.touched = Touched::default();
     }
 
     /// The member's savepoint was undone: forget what it changed.
-    pub(super) fn undo_member(&mut self) {
+    pub(crate) fn undo_member(&mut self) {
         let touched = std::mem::take(&mut self.touched);
         if touched.audit {
             self.audit_head = None;
@@ -110,7 +110,7 @@ impl Memo {
     }
 
     /// Forgets everything (a batch rolled back, or another writer).
-    pub(super) fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         *self = Self::default();
     }
 }
