@@ -18,7 +18,6 @@ use widgetd_domain::access::{self, Need};
 use widgetd_domain::audit::{self, Actor, ClientAddr, Entry};
 use widgetd_domain::auth::Principal;
 use widgetd_domain::auth::tokens::TokenScope;
-use widgetd_domain::ids::UserId;
 use widgetd_domain::input::parse_query;
 use widgetd_domain::secrets::{
     EnvVarName, SecretValue, Target, Unreadable, delete_value, effective_env, list_env_vars,
@@ -193,7 +192,7 @@ async fn put_env_var(
     let target = target(&state, &principal, &placement).await?;
     let mut tx = state.db.begin_write().await?;
     set_value(&mut tx, &state.keyring, user, &target, &name, &value, user).await?;
-    audit_env(&mut tx, "env.set", user, &client, &target, &name).await?;
+    widgetd_domain::secrets::audit_env(&mut tx, "env.set", user, &client, &target, &name).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -211,27 +210,8 @@ async fn delete_env_var(
     let target = target(&state, &principal, &placement).await?;
     let mut tx = state.db.begin_write().await?;
     delete_value(&mut tx, user, &target, &name).await?;
-    audit_env(&mut tx, "env.delete", user, &client, &target, &name).await?;
+    widgetd_domain::secrets::audit_env(&mut tx, "env.delete", user, &client, &target, &name)
+        .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Records a change to a user's vault: names and scope, never the value.
-pub async fn audit_env(
-    tx: &mut widgetd_domain::db::WriteTx,
-    action: &'static str,
-    user: &UserId,
-    client: &ClientAddr,
-    target: &Target,
-    name: &EnvVarName,
-) -> WebResult<()> {
-    let entry = Entry {
-        action,
-        session: target.session(),
-        names: Some(name.to_string()),
-        scope: Some(target.scope()),
-        ..Default::default()
-    };
-    audit::append(tx, &Actor::User(user.clone()), client, entry).await?;
-    Ok(())
 }

@@ -4,7 +4,7 @@
 //! where the domain takes `&Core`.
 
 use crate::crypto::Keyring;
-use crate::db::{Backend, Db, Stamp};
+use crate::db::{Db, Stamp};
 use crate::events::Hub;
 use crate::notify::Notifiers;
 use crate::{auth, prompts, sessions, widgets};
@@ -52,9 +52,10 @@ impl Core {
     /// poll's; on PostgreSQL the one read with the auth epoch, by a read
     /// that started after the request arrived. `None`: read the database.
     pub async fn stamp(&self) -> Option<Stamp> {
-        match self.db.backend() {
-            Backend::Sqlite => self.db.stamp().await,
-            Backend::Postgres => self.auth_cache.epoch(&self.db).await.stamp(),
+        if self.db.backend().dialect().sql().shared_by_daemons() {
+            self.auth_cache.epoch(&self.db).await.stamp()
+        } else {
+            self.db.stamp().await
         }
     }
 }

@@ -74,30 +74,7 @@ pub async fn since(
 ) -> sqlx::Result<Vec<Event>> {
     // `message:created` events written since the text is kept only in its
     // message get it back here; older ones carry it already.
-    let sql = match Dialect::of(conn) {
-        Dialect::Sqlite => {
-            "SELECT e.id, e.session_id, e.kind,
-                    CASE WHEN m.id IS NOT NULL AND json_extract(e.payload, '$.text') IS NULL
-                         THEN json_set(e.payload, '$.text', m.body) ELSE e.payload END AS payload,
-                    e.created_at
-             FROM events e
-             LEFT JOIN messages m
-               ON e.kind = 'message:created' AND m.id = json_extract(e.payload, '$.message_id')
-             WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3"
-        }
-        Dialect::Postgres => {
-            "SELECT e.id, e.session_id, e.kind,
-                    CASE WHEN m.id IS NOT NULL AND NOT (CAST(e.payload AS jsonb) ? 'text')
-                         THEN CAST(jsonb_set(CAST(e.payload AS jsonb), '{text}', to_jsonb(m.body)) AS text)
-                         ELSE e.payload END AS payload,
-                    e.created_at
-             FROM events e
-             LEFT JOIN messages m
-               ON e.kind = 'message:created'
-              AND m.id = CAST(CAST(e.payload AS jsonb) ->> 'message_id' AS BIGINT)
-             WHERE e.session_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3"
-        }
-    };
+    let sql = Dialect::of(conn).sql().events_since();
     sqlx::query_as(sql)
         .bind(session)
         .bind(after)

@@ -131,10 +131,8 @@ async fn take_one(
     bucket: Bucket,
     now: i64,
 ) -> sqlx::Result<Result<(), Duration>> {
-    let (least, greatest) = match Dialect::of(tx) {
-        Dialect::Sqlite => ("MIN", "MAX"),
-        Dialect::Postgres => ("LEAST", "GREATEST"),
-    };
+    let sql = Dialect::of(tx).sql();
+    let (least, greatest) = (sql.least(), sql.greatest());
     let level = format!(
         "{least}($2, rate_limits.tokens + {greatest}($4 - rate_limits.updated_at, 0) * $3)"
     );

@@ -11,7 +11,6 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::{ENV_PAGE_ROWS, ListParams, PageResult, Pager, read_form, to_login};
-use crate::api::env::audit_env;
 use crate::error::WebResult;
 use crate::state::AppState;
 use crate::web::{CurrentUser, check_csrf};
@@ -19,6 +18,7 @@ use widgetd_domain::Error;
 use widgetd_domain::access::{self, Caller, Need};
 use widgetd_domain::audit::{Actor, ClientAddr};
 use widgetd_domain::clock;
+use widgetd_domain::secrets::audit_env;
 use widgetd_domain::secrets::{self, EnvVarInfo, EnvVarName, SecretValue, Target};
 use widgetd_domain::widgets::kinds::approval;
 

@@ -161,7 +161,7 @@ pub async fn append_into(
         prev_hash: Vec::new(),
         hash: Vec::new(),
     };
-    if script.dialect() == Dialect::Postgres {
+    if script.dialect().sql().seals_audit_after_commit() {
         // Staged for the sealer that runs after the commit.
         script.push(
             "audit",
@@ -204,10 +204,9 @@ pub async fn append_into(
 /// (`seal.rs`) holds one round trip for the insert.
 async fn insert_chained(conn: &mut AnyConnection, rows: Vec<AuditRow>) -> sqlx::Result<()> {
     use base64::Engine as _;
-    debug_assert_eq!(
-        Dialect::of(conn),
-        Dialect::Postgres,
-        "SQLite chains its rows as it writes them (CHAINED_INSERT)"
+    debug_assert!(
+        Dialect::of(conn).sql().seals_audit_after_commit(),
+        "a backend that chains rows as it writes them uses CHAINED_INSERT"
     );
     if rows.is_empty() {
         return Ok(());

@@ -35,7 +35,10 @@ pub async fn seal(pool: &AnyPool) -> sqlx::Result<u64> {
 
 /// [`seal`] on one connection (outside a transaction).
 pub async fn seal_on(conn: &mut AnyConnection) -> sqlx::Result<u64> {
-    if crate::db::Dialect::of(conn) == crate::db::Dialect::Sqlite {
+    if !crate::db::Dialect::of(conn)
+        .sql()
+        .seals_audit_after_commit()
+    {
         return Ok(0);
     }
     let mut sealed = 0;

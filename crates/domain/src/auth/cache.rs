@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use sqlx::AnyConnection;
 
 use super::{Principal, User};
-use crate::db::{Backend, Db, SNAPSHOT_COLUMNS, Stamp};
+use crate::db::{Backend, Db, Stamp};
 use crate::ids::{SessionId, UserId};
 use crate::notify::Wanted;
 use crate::sessions::{Session, Sharing};
@@ -202,33 +202,14 @@ impl Entries {
 
 /// How old a read may be when the request arrived (see the module's text).
 fn poll(backend: Backend, reads: &Reads) -> Option<Duration> {
-    match backend {
-        Backend::Sqlite if !awaiting(reads.value) => Some(POLL),
-        _ => None,
-    }
+    let shared = backend.dialect().sql().shared_by_daemons();
+    (!shared && !awaiting(reads.value)).then_some(POLL)
 }
 
 /// Reads the epoch and, on PostgreSQL, the stamp of the same statement's
 /// snapshot; `None` when the read failed.
 async fn read(db: &Db) -> Option<(i64, Option<Stamp>)> {
-    match db.backend() {
-        Backend::Sqlite => {
-            let epoch = sqlx::query_scalar("SELECT epoch FROM auth_epoch WHERE id = 1")
-                .fetch_one(&db.read)
-                .await
-                .ok()?;
-            Some((epoch, None))
-        }
-        Backend::Postgres => {
-            let sql = format!(
-                "SELECT epoch, {SNAPSHOT_COLUMNS} \
-                 FROM auth_epoch, pg_current_snapshot() AS snapshot WHERE id = 1"
-            );
-            let (epoch, xmax, running): (i64, i64, i64) =
-                sqlx::query_as(&sql).fetch_one(&db.read).await.ok()?;
-            Some((epoch, Some(Stamp::of_snapshot(xmax, running))))
-        }
-    }
+    db.read_epoch().await.ok()
 }
 
 /// Epoch reads this process has started, for `/metrics`: how many round

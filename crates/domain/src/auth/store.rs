@@ -37,12 +37,7 @@ pub(super) async fn set_password_hash(
     // A new password ends every browser session of the user: whoever knew
     // the old one (or holds a cookie got with it) is out. The session
     // record keeps the user id under `user_id` (see `src/web/auth.rs`).
-    let sql = match Dialect::of(conn) {
-        Dialect::Sqlite => "DELETE FROM web_sessions WHERE json_extract(data, '$.user_id') = $1",
-        Dialect::Postgres => {
-            "DELETE FROM web_sessions WHERE CAST(data AS jsonb) ->> 'user_id' = $1"
-        }
-    };
+    let sql = Dialect::of(conn).sql().delete_web_sessions_of_user();
     sqlx::query(sql).bind(id).execute(&mut *conn).await?;
     super::bump_epoch(conn).await
 }

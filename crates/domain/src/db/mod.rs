@@ -14,6 +14,7 @@ mod changes;
 pub mod copy;
 mod postgres;
 mod script;
+mod sql;
 mod sqlite;
 pub mod stats;
 mod types;
@@ -32,6 +33,7 @@ pub use self::changes::{POLL, SNAPSHOT_COLUMNS, Stamp};
 pub use self::postgres::group::{BeforeCommit, Grouped, Seen};
 pub use self::postgres::write::{AfterCommit, Lock, lock, lock_all};
 pub use self::script::{Script, Values};
+pub use self::sql::Sql;
 pub use self::sqlite::deferred::{Superseded, superseded};
 pub use self::sqlite::integrity;
 pub use self::sqlite::writer::Memo;
@@ -258,15 +260,18 @@ impl Db {
         }
     }
 
+    /// The auth epoch (`auth/cache.rs`) and, on PostgreSQL, the stamp of
+    /// the same statement's snapshot (`changes.rs`).
+    pub async fn read_epoch(&self) -> sqlx::Result<(i64, Option<Stamp>)> {
+        match self.backend {
+            Backend::Sqlite => sqlite::read_epoch(&self.read).await,
+            Backend::Postgres => postgres::read_epoch(&self.read).await,
+        }
+    }
+
     /// Whether the schema exists yet (false on a brand-new database).
     pub async fn has_table(&self, table: &str) -> sqlx::Result<bool> {
-        let sql = match self.backend {
-            Backend::Sqlite => "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1",
-            Backend::Postgres => {
-                "SELECT 1 FROM information_schema.tables \
-                 WHERE table_schema = current_schema() AND table_name = $1"
-            }
-        };
+        let sql = self.backend.dialect().sql().has_table();
         let found: Option<i32> = sqlx::query_scalar(sql)
             .bind(table)
             .fetch_optional(&self.read)

@@ -4,6 +4,26 @@
 
 mod names;
 mod store;
+
+/// Records a change to a user's vault: names and scope, never the value.
+pub async fn audit_env(
+    tx: &mut crate::db::WriteTx,
+    action: &'static str,
+    user: &UserId,
+    client: &crate::audit::ClientAddr,
+    target: &Target,
+    name: &EnvVarName,
+) -> sqlx::Result<()> {
+    let entry = crate::audit::Entry {
+        action,
+        session: target.session(),
+        names: Some(name.to_string()),
+        scope: Some(target.scope()),
+        ..Default::default()
+    };
+    crate::audit::append(tx, &crate::audit::Actor::User(user.clone()), client, entry).await
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -150,20 +170,7 @@ pub async fn delete_value(
 /// unique index: `session_id IS NULL OR session_id = …` in one `WHERE`
 /// matches neither partial index and reads every value of the owner.
 pub fn effective_names_sql(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => {
-            "(SELECT group_concat(name) FROM (\
-              SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'global' \
-              UNION SELECT name FROM env_vars \
-              WHERE owner_id = s.creator_id AND scope = 'session' AND session_id = s.id))"
-        }
-        Dialect::Postgres => {
-            "(SELECT string_agg(name, ',') FROM (\
-              SELECT name FROM env_vars WHERE owner_id = s.creator_id AND scope = 'global' \
-              UNION SELECT name FROM env_vars \
-              WHERE owner_id = s.creator_id AND scope = 'session' AND session_id = s.id) AS names)"
-        }
-    }
+    dialect.sql().effective_names()
 }
 
 /// The names in what [`effective_names_sql`] gave.

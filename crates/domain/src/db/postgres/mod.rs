@@ -4,6 +4,7 @@
 //! `group.rs`).
 
 pub(crate) mod group;
+pub(crate) mod sql;
 pub(crate) mod write;
 
 use std::time::Duration;
@@ -198,4 +199,14 @@ pub(super) async fn follow_changes(url: String, changed: impl Fn(Option<&str>)) 
         }
         tracing::warn!("lost the connection that hears other daemons' changes; reconnecting");
     }
+}
+
+/// The auth epoch, and the stamp of the same statement's snapshot.
+pub(super) async fn read_epoch(pool: &AnyPool) -> sqlx::Result<(i64, Option<crate::db::Stamp>)> {
+    let sql = format!(
+        "SELECT epoch, {} FROM auth_epoch, pg_current_snapshot() AS snapshot WHERE id = 1",
+        crate::db::SNAPSHOT_COLUMNS
+    );
+    let (epoch, xmax, running): (i64, i64, i64) = sqlx::query_as(&sql).fetch_one(pool).await?;
+    Ok((epoch, Some(crate::db::Stamp::of_snapshot(xmax, running))))
 }

@@ -6,6 +6,7 @@ pub(crate) mod deferred;
 pub mod integrity;
 pub(crate) mod memo;
 pub(crate) mod pipe;
+pub(crate) mod sql;
 pub(crate) mod writer;
 
 use std::path::Path;
@@ -152,4 +153,12 @@ fn create_private_file(path: &Path) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e).with_context(|| format!("cannot create the database {}", path.display())),
     }
+}
+
+/// The auth epoch; SQLite's stamp comes from its own poll (`changes.rs`).
+pub(super) async fn read_epoch(pool: &AnyPool) -> sqlx::Result<(i64, Option<crate::db::Stamp>)> {
+    let epoch = sqlx::query_scalar("SELECT epoch FROM auth_epoch WHERE id = 1")
+        .fetch_one(pool)
+        .await?;
+    Ok((epoch, None))
 }

@@ -225,7 +225,7 @@ async fn locked(
             &row.id
         }
         Seen::Id(id) => {
-            if Dialect::of(tx) == Dialect::Postgres {
+            if Dialect::of(tx).sql().shared_by_daemons() {
                 let first = crate::widgets::engine::read::get_widget(tx, id).await?;
                 tx.lock(crate::db::Lock::Session(first.session_id.as_str()))
                     .await?;
@@ -406,7 +406,7 @@ pub async fn expire_due(state: &Core) -> Result<usize> {
         if due.is_empty() {
             return Ok(expired);
         }
-        if crate::db::Dialect::of(&tx) == crate::db::Dialect::Postgres {
+        if crate::db::Dialect::of(&tx).sql().shared_by_daemons() {
             // Their sessions' locks, in sorted order, then the list again
             // under them: a widget answered meanwhile is no longer due.
             let locked: std::collections::BTreeSet<SessionId> =

@@ -6,7 +6,7 @@
 
 use super::kind::Loaded;
 use crate::Core;
-use crate::db::{Backend, Script, WriteTx};
+use crate::db::{Script, WriteTx};
 use crate::error::Result;
 use crate::notify::{Change, Wanted};
 use crate::widgets::engine::row::{WidgetRow, WidgetStatus};
@@ -83,13 +83,14 @@ async fn wanted(tx: &mut WriteTx, state: &Core) -> sqlx::Result<Wanted> {
         return Ok(known);
     }
     let statement = state.notifiers.targets_statement();
-    let read = match state.db.backend() {
+    let read = if tx.dialect().sql().writes_in_batches() {
         // What is committed: the writer's batch may hold another member's
         // deletion that a failed batch undoes, which must not be kept.
-        Backend::Sqlite => read_wanted(&mut *state.db.read.acquire().await?, &statement).await?,
+        read_wanted(&mut *state.db.read.acquire().await?, &statement).await?
+    } else {
         // Committed rows and this transaction's own, which never change
         // these tables; no second connection.
-        Backend::Postgres => read_wanted(tx, &statement).await?,
+        read_wanted(tx, &statement).await?
     };
     if let Some(epoch) = epoch {
         state.auth_cache.put_notified(epoch, read);

@@ -46,7 +46,7 @@ pub async fn get_widget(conn: &mut AnyConnection, id: &WidgetId) -> Result<Widge
 /// is the one to trust.
 pub async fn get_widget_locked(tx: &mut crate::db::WriteTx, id: &WidgetId) -> Result<WidgetRow> {
     let first = get_widget(tx, id).await?;
-    if crate::db::Dialect::of(tx) == crate::db::Dialect::Sqlite {
+    if !crate::db::Dialect::of(tx).sql().shared_by_daemons() {
         return Ok(first);
     }
     tx.lock(crate::db::Lock::Session(first.session_id.as_str()))

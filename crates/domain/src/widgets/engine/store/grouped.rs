@@ -26,7 +26,7 @@ use super::MAX_PENDING_PER_SESSION;
 use super::{self as store, WidgetRow};
 use crate::Core;
 use crate::audit::{Actor, AuditRow, seal};
-use crate::db::{Dialect, Grouped, Seen};
+use crate::db::{Grouped, Seen};
 use crate::error::Result;
 use crate::limits::{self, PER_AGENT};
 use crate::widgets::engine::row::Cause;
@@ -37,7 +37,7 @@ use crate::widgets::engine::row::Cause;
 /// made alone, which learns it).
 pub(crate) fn allowed(state: &Core) -> bool {
     let backend = state.db.backend();
-    backend.dialect() == Dialect::Postgres
+    backend.dialect().sql().shared_by_daemons()
         && state
             .auth_cache
             .epoch_if_read(backend)

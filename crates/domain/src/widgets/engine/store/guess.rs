@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super as store;
 use super::super::kind::Kind;
 use super::MAX_PENDING_PER_SESSION;
-use crate::db::{Db, Dialect, Script};
+use crate::db::{Db, Script};
 use crate::error::Error;
 use crate::ids::SessionId;
 
@@ -65,14 +65,14 @@ impl Guard<'_> {
     /// make the widget born terminal.
     pub(crate) fn put_into(self, script: &mut Script, id: &SessionId) {
         guessed();
-        let postgres = script.dialect() == Dialect::Postgres;
+        let sql = script.dialect().sql();
         // `$1` is the session's id, in the pending count's statement too.
         let mut holds = format!(
             "s.id = $1 AND s.archived_at IS NULL AND ({}) < $2",
             store::PENDING_COUNT
         );
         if let Some(ahead_sql) = self.ahead_sql {
-            let find = if postgres { "strpos" } else { "instr" };
+            let find = sql.position();
             let stored: Vec<String> = (0..self.names.len())
                 .map(|i| {
                     format!(
@@ -83,21 +83,7 @@ impl Guard<'_> {
                 .collect();
             holds.push_str(&format!(" AND NOT ({})", stored.join(" AND ")));
         }
-        let sql = if postgres {
-            // A row only when the guess is false: concurrent creations
-            // never wait for each other's row here.
-            format!(
-                "INSERT INTO write_guard (ok) SELECT 0 \
-                 WHERE NOT EXISTS (SELECT 1 FROM sessions AS s WHERE {holds})"
-            )
-        } else {
-            // An upsert, so that the row is written, and its CHECK tried,
-            // even where it was deleted.
-            format!(
-                "INSERT INTO write_guard (id, ok) SELECT 1, count(*) FROM sessions AS s \
-                 WHERE {holds} ON CONFLICT (id) DO UPDATE SET ok = excluded.ok"
-            )
-        };
+        let sql = sql.guard(&holds);
         let id = id.clone();
         let names = self.ahead_sql.map(|_| self.names).unwrap_or_default();
         script.push("guard", &sql, |v| {

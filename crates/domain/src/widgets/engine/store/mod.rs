@@ -10,7 +10,7 @@ pub mod guess;
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
-use crate::db::{Dialect, Script};
+use crate::db::Script;
 use crate::ids::WidgetId;
 use crate::ids::{SessionId, UserId};
 use crate::sessions::Session;
@@ -29,8 +29,8 @@ pub(super) const COLUMNS: &str = "id, session_id, kind, params, status, result, 
 pub(super) fn insert_into(script: &mut Script, w: &WidgetRow) {
     let widget =
         format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
-    let postgres = script.dialect() == Dialect::Postgres;
-    let (widget, message) = if postgres {
+    let returning = script.dialect().sql().reads_returning();
+    let (widget, message) = if returning {
         (
             format!("{widget} RETURNING id"),
             "INSERT INTO messages (session_id, kind, role, widget_id, created_at) \
@@ -57,7 +57,7 @@ pub(super) fn insert_into(script: &mut Script, w: &WidgetRow) {
     });
     script.push("m", message, |v| {
         v.add(w.session_id.clone()).add(w.created_at);
-        if !postgres {
+        if !returning {
             v.add(w.id.clone());
         }
     });
