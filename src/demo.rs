@@ -36,10 +36,8 @@ const PATIENCE: Duration = Duration::from_secs(24 * 3600);
 
 /// Whether this data dir may run the demo: no users yet, or only `demo`.
 pub async fn check_data_dir(db: &widgetd_domain::db::Db) -> anyhow::Result<()> {
-    let names: Vec<String> = sqlx::query_scalar("SELECT name FROM users")
-        .fetch_all(&db.read)
-        .await?;
-    if names.iter().any(|n| n != DEMO_USER) {
+    let users = widgetd_domain::auth::list_users(&mut *db.read.acquire().await?).await?;
+    if users.iter().any(|u| u.name != DEMO_USER) {
         anyhow::bail!(
             "--demo runs only on an empty data dir (or one made by an earlier --demo); this one \
              has real users. Start the demo with its own: widgetd --data-dir /tmp/widgetd-demo serve --demo"

@@ -22,6 +22,7 @@ use crate::stream_limits::Waited;
 use widgetd_domain::Error;
 use widgetd_domain::auth::{Principal, Role};
 use widgetd_domain::db::stats::WRITES;
+use widgetd_domain::health::Gauges;
 
 /// Event streams open right now.
 static OPEN_STREAMS: AtomicU64 = AtomicU64::new(0);
@@ -127,7 +128,7 @@ async fn check_ready(State(state): State<AppState>) -> Response {
             // its directory are writable now, without changing anything.
             return tx.rollback().await;
         }
-        probe_write(&state, &mut tx).await?;
+        widgetd_domain::health::probe_write(&mut tx).await?;
         tx.commit().await
     };
     let database = writable.await.map_err(|e| match last_ok {
@@ -156,32 +157,6 @@ async fn check_ready(State(state): State<AppState>) -> Response {
     }
 }
 
-/// A write that leaves no trace but still has to reach the disk: on
-/// SQLite a 64 KiB row added and removed (enough pages that a full disk
-/// refuses it, not a page the log could reuse); on PostgreSQL an update
-/// that changes no value.
-async fn probe_write(
-    state: &widgetd_domain::Core,
-    tx: &mut widgetd_domain::db::WriteTx,
-) -> sqlx::Result<()> {
-    if state.db.backend() == widgetd_domain::db::Backend::Postgres {
-        sqlx::query("UPDATE auth_epoch SET epoch = epoch WHERE id = 1")
-            .execute(&mut **tx)
-            .await?;
-        return Ok(());
-    }
-    let key = format!("readyz:{}", "0".repeat(64 * 1024));
-    sqlx::query("INSERT INTO rate_limits (key, tokens, updated_at) VALUES ($1, 0, 0)")
-        .bind(&key)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query("DELETE FROM rate_limits WHERE key = $1")
-        .bind(&key)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
 /// `GET /metrics`: for an API token of an admin.
 async fn read_metrics(State(state): State<AppState>, principal: Principal) -> WebResult<Response> {
     match principal {
@@ -194,25 +169,12 @@ async fn read_metrics(State(state): State<AppState>, principal: Principal) -> We
             ).into());
         }
     }
-    let mut conn = state.db.read.acquire().await?;
-    let widgets: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT kind, status, count(*) FROM widgets GROUP BY kind, status ORDER BY kind, status",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM prompts WHERE acked_at IS NULL")
-        .fetch_one(&mut *conn)
-        .await?;
-    let outbox: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL AND failed_at IS NULL",
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    let given_up: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM webhook_outbox WHERE failed_at IS NOT NULL")
-            .fetch_one(&mut *conn)
-            .await?;
-    drop(conn);
+    let Gauges {
+        widgets,
+        queued,
+        outbox,
+        given_up,
+    } = widgetd_domain::health::gauges(&state.db).await?;
     let pending: i64 = widgets
         .iter()
         .filter(|(_, status, _)| status == "pending")

@@ -205,10 +205,7 @@ pub async fn audit_head(path: &Path) -> anyhow::Result<Option<(i64, String)>> {
         .connect()
         .await
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let last: Option<(i64, Vec<u8>)> =
-        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut conn)
-            .await?;
+    let last = widgetd_domain::audit::head(&mut conn).await?;
     conn.close().await?;
     Ok(last.map(|(id, hash)| (id, hash.iter().map(|b| format!("{b:02x}")).collect())))
 }

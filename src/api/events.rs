@@ -81,7 +81,7 @@ impl Watcher {
                 Err(e) => return Access::failed(&e),
             },
             Self::Person { user, session } => {
-                match browser_session_live(state, user, session).await {
+                match widgetd_domain::auth::browser::is_live(&state.db, user, session).await {
                     Ok(true) => {}
                     Ok(false) => return Access::Refused,
                     Err(e) => return Access::failed(&e.into()),
@@ -95,25 +95,6 @@ impl Watcher {
             Err(e) => Access::failed(&e),
         }
     }
-}
-
-/// The person's browser session is still stored (not logged out, not ended
-/// by a password change) and the person is not disabled.
-async fn browser_session_live(
-    state: &AppState,
-    user: &UserId,
-    session: &[u8],
-) -> sqlx::Result<bool> {
-    let found: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM web_sessions w JOIN users u ON u.id = $1 \
-         WHERE w.id_hash = $2 AND w.expires_at > $3 AND u.disabled = 0",
-    )
-    .bind(user)
-    .bind(session)
-    .bind(widgetd_domain::clock::now_ms())
-    .fetch_optional(&state.db.read)
-    .await?;
-    Ok(found.is_some())
 }
 
 pub fn router() -> Router<AppState> {

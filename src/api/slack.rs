@@ -190,14 +190,7 @@ async fn answer(
         if person.is_none_or(|p| p.disabled) {
             return Err(Error::Forbidden("this widgetd user is disabled".into()).into());
         }
-        let sent: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM slack_messages WHERE widget_id = $1 AND user_id = $2",
-        )
-        .bind(widget)
-        .bind(&link.user_id)
-        .fetch_one(&mut *conn)
-        .await?;
-        if sent == 0 {
+        if !widgetd_notify::slack::was_sent(&mut conn, widget.as_str(), &link.user_id).await? {
             return Err(Error::NotFound("widget").into());
         }
         (link.user_id, widgets::get_widget(&mut conn, widget).await?)

@@ -19,6 +19,7 @@ pub mod crypto;
 pub mod db;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod ids;
 pub mod input;
 pub mod jobs;

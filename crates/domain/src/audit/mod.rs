@@ -198,6 +198,18 @@ pub async fn append_into(
     Ok(())
 }
 
+/// The chain's last row: its id and hash, none in an empty log.
+pub async fn head<'c, E>(conn: E) -> sqlx::Result<Option<(i64, Vec<u8>)>>
+where
+    E: sqlx::Executor<'c>,
+    (i64, Vec<u8>): for<'r> sqlx::FromRow<'r, <E::Database as sqlx::Database>::Row>,
+    for<'q> <E::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, E::Database>,
+{
+    sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+        .fetch_optional(conn)
+        .await
+}
+
 /// Writes chained rows (PostgreSQL's: the sealer's and a group's) in one
 /// statement whatever their number, the rows given as one JSON array, so
 /// that one prepared statement serves every count and the chain's turn

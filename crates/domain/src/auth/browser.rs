@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock;
 use crate::db::Db;
+use crate::ids::UserId;
 
 /// The key a session is stored under: the SHA-256 of its id's text.
 pub fn id_hash(id: &str) -> Vec<u8> {
@@ -76,4 +77,19 @@ pub async fn delete_expired(db: &Db) -> sqlx::Result<u64> {
         .execute(&db.write)
         .await?;
     Ok(done.rows_affected())
+}
+
+/// Whether a person's browser session is still stored (not logged out,
+/// not ended by a password change) and the person is not disabled.
+pub async fn is_live(db: &Db, user: &UserId, hash: &[u8]) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM web_sessions w JOIN users u ON u.id = $1 \
+         WHERE w.id_hash = $2 AND w.expires_at > $3 AND u.disabled = 0",
+    )
+    .bind(user)
+    .bind(hash)
+    .bind(clock::now_ms())
+    .fetch_optional(&db.read)
+    .await?;
+    Ok(found.is_some())
 }

@@ -316,3 +316,16 @@ pub async fn enqueue_update(conn: &mut AnyConnection, widget: &str) -> sqlx::Res
     .await?;
     Ok(())
 }
+
+/// Whether a message of `widget` was sent to `user`: only such a person
+/// may answer it from Slack.
+pub async fn was_sent(conn: &mut AnyConnection, widget: &str, user: &UserId) -> sqlx::Result<bool> {
+    let sent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM slack_messages WHERE widget_id = $1 AND user_id = $2",
+    )
+    .bind(widget)
+    .bind(user)
+    .fetch_one(conn)
+    .await?;
+    Ok(sent > 0)
+}
