@@ -3,8 +3,8 @@
 # the shapes grouping would give it, on widgetd's own schema, and prints for
 # each: creations per second at 64 clients, the server's CPU per creation and
 # pgbench's own. It bounds what a design can reach on the server's side
-# before any of it is built (docs/performance.md, "what grouping PostgreSQL
-# creations could give").
+# before any of it is built (docs/perf-log/2026-12.md, "2026-12-02, what
+# grouping PostgreSQL creations could give").
 #
 #   examples/bench/pgbench/run.sh [SERVER_URL] [SECS] [ROUNDS]
 #
