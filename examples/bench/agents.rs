@@ -34,7 +34,7 @@ const PACE: Duration = Duration::from_secs(1);
 const READERS: usize = 64;
 /// Creations a closed-loop worker makes as one agent before it moves on to
 /// its next (a new session and token): under the agent's rate limit (a
-/// burst of 30, `src/limits.rs`) and the session's pending cap (50), so
+/// burst of 30, `crates/domain/src/limits.rs`) and the session's pending cap (50), so
 /// that the loop measures creations and reads, not refusals.
 const CREATIONS_PER_AGENT: u64 = 25;
 /// Most calls per second the closed loops make room for (agents made

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::load::{Samples, Scene, Session};
 
-/// An agent may add 30 widgets at once (`src/limits.rs`), and a session
+/// An agent may add 30 widgets at once (`crates/domain/src/limits.rs`), and a session
 /// holds 50 waiting: a worker moves to a fresh session after this many.
 const PER_SESSION: usize = 25;
 

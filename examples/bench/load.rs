@@ -204,7 +204,7 @@ pub struct RoundTrips {
     pub ack: Samples,
 }
 
-/// An agent may add 30 widgets at once (then one every 2 s, `src/limits.rs`):
+/// An agent may add 30 widgets at once (then one every 2 s, `crates/domain/src/limits.rs`):
 /// a worker moves to a new session, as a new conversation would, before that.
 const ROUND_TRIPS_PER_SESSION: usize = 25;
 

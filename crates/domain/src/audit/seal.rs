@@ -105,7 +105,7 @@ async fn seal_batch(conn: &mut AnyConnection) -> sqlx::Result<u64> {
 /// Chains `rows` (their ids and hashes unset) after `head`, the chain's
 /// head as read inside the caller's transaction, which holds
 /// [`SEAL_LOCK`] since before that read (a group reads it with its
-/// statement, `widgets/grouped.rs`): rows written so skip the staging
+/// statement, `widgets/engine/store/grouped.rs`): rows written so skip the staging
 /// table and the sealer, and take their places in the chain at their
 /// commit.
 pub async fn chain_on(

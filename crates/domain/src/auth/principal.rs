@@ -1,5 +1,5 @@
 //! Who is calling the API: a bearer token resolved to a user with scopes or
-//! a session's agent (`api.rs` reads it from each request).
+//! a session's agent (the server reads it from each request).
 
 use super::Role;
 use super::store;

@@ -212,7 +212,7 @@ impl Db {
 
     /// Writes `work` together with other requests' work of the same
     /// statement, each in its own session, in one PostgreSQL transaction
-    /// and one statement (`pg_group.rs`), and returns once the group
+    /// and one statement (`postgres/group.rs`), and returns once the group
     /// committed and its follow-up ran: `Ok(true)` when the statement
     /// wrote it, `Ok(false)` when it did not and the caller makes it again
     /// alone (the group's statement left it out, or the group failed before

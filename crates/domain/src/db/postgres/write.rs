@@ -16,7 +16,7 @@
 //! - rate-limit buckets and the count of admins: their own locks;
 //! - the audit chain: rows are staged in `audit_pending` and sealed into
 //!   the chain after the commit, by one sealer at a time
-//!   (`src/audit/seal.rs`), through the hook a transaction registers with
+//!   (`audit/seal.rs`), through the hook a transaction registers with
 //!   [`crate::db::WriteTx::after_commit`].
 
 use std::collections::BTreeSet;
@@ -105,7 +105,7 @@ impl FollowUp {
     /// After a commit whose transaction registered `hook`: returns once a
     /// run of `hook` that started after the commit has ended. A failed run
     /// is logged, not returned: the transaction committed, and what the
-    /// hook missed is caught up later (`src/audit/seal.rs`).
+    /// hook missed is caught up later (`audit/seal.rs`).
     pub(crate) async fn after_commit(
         &self,
         pool: &AnyPool,

@@ -1,7 +1,7 @@
 //! Scripts left for the writer's task to run, several in one hop.
 //!
 //! A member of a SQLite batch that reads nothing (a creation on the guess,
-//! `widgets/optimistic.rs`) builds its writes as one script ([`Script`])
+//! `widgets/engine/store/guess.rs`) builds its writes as one script ([`Script`])
 //! while it holds the writer, from the writer's memory (`memo.rs`), leaves
 //! the script here and lets the next member build: it no longer waits for
 //! its hop to sqlx's worker thread before the next member may start.

@@ -1,12 +1,15 @@
-//! What makes a widget kind: the two traits a kind module implements, and
-//! the registry in which the engine finds the kind of a stored widget.
+//! What makes a widget kind: the two traits a kind module implements, what
+//! a stored widget is once its kind read it ([`Loaded`]), and [`ForKind`],
+//! what the registry of kinds (`widgets/kinds/mod.rs`) runs for the kind
+//! of a stored widget.
 //!
 //! A kind module declares everything that differs between kinds — the
 //! agent's input and its validation ([`Request`]), what a person's answer
-//! is, what it does and what it yields, the resume prompt, the badge and
-//! the card ([`Kind`]) — and nothing else. Routes, MCP plumbing, the
-//! lifecycle (`transition`, expiry, cancel, dismiss), events, audit,
-//! webhooks and `wait_seconds` live in the engine and are the same for all.
+//! is, what it does and what it yields, the resume prompt and the badge
+//! ([`Kind`]) — and nothing else; its card is the server's
+//! (`src/cards/`). Routes, MCP plumbing, the lifecycle (`transition`,
+//! expiry, cancel, dismiss), events, audit, notices and `wait_seconds`
+//! live in the engine and are the same for all.
 //! `docs/widgets.md` ("Adding a kind") walks through adding one.
 
 use std::any::Any;
@@ -69,7 +72,7 @@ pub trait Kind: Send + Sync + 'static {
 
     /// Whether [`Kind::born`] reads anything but what [`Kind::born_ahead`]
     /// gave (an approval: its rules and quorum). Such a kind is never
-    /// created on a guess (`optimistic.rs`), whose guard checks only the
+    /// created on a guess (`store/guess.rs`), whose guard checks only the
     /// session, the cap, and `born_ahead` for the names asked for. A kind
     /// that overrides `born` must say so here.
     const BORN_READS: bool = false;
@@ -127,7 +130,7 @@ pub trait Kind: Send + Sync + 'static {
     fn subject(params: &Self::Params) -> String;
 
     /// The badge of a widget `submitted` or born `already_present`; the
-    /// other ends share their wording (see `card::badge`).
+    /// other ends share their wording (see `badge::ended_badge`).
     fn answered_badge(
         params: &Self::Params,
         status: WidgetStatus,
@@ -192,7 +195,7 @@ pub enum Answerer<'a> {
     AgentClient(&'a SessionId),
     /// The agent's client answering in an MCP App (`io.modelcontextprotocol/ui`)
     /// for the agent session whose token it holds: like [`Self::AgentClient`],
-    /// the agent's side, recorded as [`MCP_APP`].
+    /// the agent's side, recorded as [`MCP_APP`](super::badge::MCP_APP).
     AgentApp(&'a SessionId),
 }
 
@@ -222,7 +225,7 @@ pub struct Answering<'a> {
     /// agent's MCP client (whose kinds never use it).
     pub user: &'a UserId,
     /// The answering person's name, for `answered_by` / `submitted_by`;
-    /// [`MCP_CLIENT`] for the agent's MCP client, [`MCP_APP`] for an MCP App.
+    /// [`MCP_CLIENT`](super::badge::MCP_CLIENT) for the agent's MCP client, [`MCP_APP`](super::badge::MCP_APP) for an MCP App.
     pub by: &'a str,
     /// The answer came from the agent's side (its MCP client).
     pub from_agent: bool,

@@ -159,7 +159,7 @@ fn not_for_agent_client() -> Error {
 }
 
 /// A person declines to answer, optionally with a note for the agent (read
-/// with [`text::NOTE`]'s rules); a note holding one of the creator's
+/// with [`text::NOTE`](super::text::NOTE)'s rules); a note holding one of the creator's
 /// stored values is refused.
 pub async fn dismiss_widget(
     state: &Core,

@@ -14,7 +14,7 @@
 //! - [`row`], [`read`], [`store`] and [`cache`]: what a widget is, reading
 //!   it, its SQL and how its writes are batched, and the rows kept in
 //!   memory.
-//! - [`notices`]: the registered notifiers told of each change.
+//! - `notices.rs`: the registered notifiers told of each change.
 //! - [`text`]: the checks of text a person or an agent types; [`badge`]:
 //!   how an ended widget is worded.
 

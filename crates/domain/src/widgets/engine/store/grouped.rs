@@ -1,6 +1,6 @@
 //! On PostgreSQL a plain creation is written with others, each of its own
 //! session, in one transaction and one statement (`db::Db::write_grouped`):
-//! the guess of `optimistic.rs`, checked per member by the statement
+//! the guess of `guess.rs`, checked per member by the statement
 //! itself. A member whose session is missing or archived, is at its
 //! pending cap, already holds every name asked for, or whose agent's
 //! bucket is empty, is left out, and its creation is made again alone with

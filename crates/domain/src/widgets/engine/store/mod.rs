@@ -2,7 +2,7 @@
 //! and how a creation's writes are batched with others' beyond the
 //! writer's own group commit: sent on a guess with a guard in front
 //! ([`guess`]), and on PostgreSQL in groups of creations of different
-//! sessions ([`grouped`]).
+//! sessions (`grouped.rs`).
 
 pub(crate) mod grouped;
 pub mod guess;

@@ -8,8 +8,8 @@
 //! (`git status *`), all other identifying fields still equal to what was
 //! approved; such a rule never matches a command with shell
 //! metacharacters, and its `*` never spans a `/` or a `..`. The decision is
-//! read in `answer.rs` (with the resume prompt and the badges), the card
-//! drawn in `card.rs`.
+//! read in `answer.rs` (with the resume prompt and the badges), its card is the
+//! server's (`src/cards/`).
 
 mod answer;
 pub mod edit;

@@ -3,7 +3,7 @@
 //! confirm, select, radio, checkbox), one kind with two requests. Answers
 //! are not secrets: they go back to the agent in the resume prompt. The
 //! agent's input is in `input.rs` and validated in `parse.rs`, answers are
-//! read in `answer.rs`, the card drawn in `card.rs`.
+//! read in `answer.rs` (its card is the server's, `src/cards/`).
 
 mod answer;
 mod input;

@@ -1,6 +1,7 @@
 //! The per-type contract of `request_clarification`: what one `widget.type`
-//! declares ([`ClarificationType`]), and the registry the clarification
-//! kind finds it in. A type is one small module beside this file
+//! declares ([`ClarificationType`]), and how the kind uses a type whose
+//! params are stored JSON ([`AnyType`]); the registry of types is
+//! `registry.rs`. A type is one small module beside this file
 //! (`choice.rs`); everything else — the tool, the question, the free-text
 //! box, answers without the widget, dismissal, the prompt and its bound,
 //! events, audit — is the clarification kind's (`mod.rs`) or the engine's.

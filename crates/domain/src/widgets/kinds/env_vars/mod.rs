@@ -2,8 +2,8 @@
 //! environment variables by name; a person types the values, which go to
 //! the session creator's encrypted store and never back to the agent.
 //! Agent input is untrusted: it is parsed into [`EnvVarsParams`] or refused
-//! with a code that says what to fix. The answer is read in `answer.rs`,
-//! the card drawn in `card.rs`.
+//! with a code that says what to fix. The answer is read in `answer.rs`;
+//! its card is the server's (`src/cards/`).
 
 mod answer;
 

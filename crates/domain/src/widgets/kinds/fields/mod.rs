@@ -6,7 +6,7 @@
 //! Answers are not secrets (they go back to the agent), but what a person
 //! typed is still refused when it holds one of the creator's stored
 //! values. The fields are validated in `spec.rs`, answers checked in
-//! `check.rs`, the card drawn in `card.rs`.
+//! `check.rs` (its card is the server's, `src/cards/`).
 
 pub mod check;
 pub mod spec;
