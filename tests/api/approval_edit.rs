@@ -9,10 +9,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app, spawn_postgres_app};
 use crate::mcp::{call, connect, error_code, structured};
 use crate::questions::texts;
-use crate::webdriver::Chrome;
 
 async fn request(app: &TestApp, agent: &str, session: &str, body: &Value) -> reqwest::Response {
     app.post_json(
@@ -288,7 +288,7 @@ async fn wait_pending_approval(app: &TestApp, session: &str) -> String {
     let sql = format!(
         "SELECT COUNT(*) FROM widgets WHERE session_id = '{session}' AND kind = 'approval' AND status = 'pending'"
     );
-    crate::webdriver::wait_for("a pending approval", || async {
+    crate::helpers::chrome::wait_for("a pending approval", || async {
         app.count(&sql).await == 1
     })
     .await;

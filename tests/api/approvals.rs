@@ -302,7 +302,7 @@ use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 
 use crate::helpers::Browser;
-use crate::webdriver::Chrome;
+use crate::helpers::chrome::Chrome;
 
 /// A row of the approval rules table.
 const RULE_ROW: &str = r#"tr[id^="rule-"]"#;

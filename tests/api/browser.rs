@@ -5,11 +5,11 @@
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{
     Browser, PASSWORD, Scene, TestApp, assert_error, canary, scene, session_cookie, spawn_app,
     spawn_app_with,
 };
-use crate::webdriver::{Chrome, wait_for};
 
 const DISCLAIMER: &str = "Type values here, never paste them into chat.";
 

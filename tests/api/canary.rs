@@ -56,8 +56,8 @@ fn read_if_exists(path: &Path) -> Vec<u8> {
 /// What the database holds: the SQLite file's bytes, or on PostgreSQL the
 /// text of every row of every table (blobs as hex).
 fn stored_data(dir: &Path) -> Vec<u8> {
-    match crate::backend::postgres_url(dir) {
-        Some(url) => crate::backend::dump_rows(&url),
+    match crate::helpers::backend::postgres_url(dir) {
+        Some(url) => crate::helpers::backend::dump_rows(&url),
         None => read_if_exists(&dir.join("widgetd.db")),
     }
 }
@@ -483,7 +483,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     let live_db = stored_data(&dir);
     let live_wal = read_if_exists(&dir.join("widgetd.db-wal"));
     assert!(
-        crate::backend::postgres_url(&dir).is_some() || !live_wal.is_empty(),
+        crate::helpers::backend::postgres_url(&dir).is_some() || !live_wal.is_empty(),
         "the WAL should hold the recent writes while the daemon runs"
     );
     let (out_log, err_log) = (daemon.out_log.clone(), daemon.err_log.clone());

@@ -45,8 +45,8 @@ async fn a_deployment_moves_from_sqlite_to_postgres_and_back_with_everything() {
     app.state.db.close().await;
 
     let sqlite = format!("sqlite://{}", app.data_dir().join("widgetd.db").display());
-    let pg_dir = crate::backend::postgres_dir();
-    let postgres = crate::backend::database_for(&pg_dir.path().join("db")).unwrap();
+    let pg_dir = crate::helpers::backend::postgres_dir();
+    let postgres = crate::helpers::backend::database_for(&pg_dir.path().join("db")).unwrap();
     let (ok, out, err) = copy(&app.data_dir(), &sqlite, &postgres);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("the audit chain verifies"), "{out}");
@@ -110,14 +110,14 @@ async fn a_target_that_holds_data_is_refused_and_left_alone() {
         .await;
     app.state.db.close().await;
     let sqlite = format!("sqlite://{}", app.data_dir().join("widgetd.db").display());
-    let pg_dir = crate::backend::postgres_dir();
-    let postgres = crate::backend::database_for(&pg_dir.path().join("db")).unwrap();
+    let pg_dir = crate::helpers::backend::postgres_dir();
+    let postgres = crate::helpers::backend::database_for(&pg_dir.path().join("db")).unwrap();
     let (ok, out, err) = copy(&app.data_dir(), &sqlite, &postgres);
     assert!(ok, "{out}\n{err}");
-    let before = crate::backend::dump_rows(&postgres);
+    let before = crate::helpers::backend::dump_rows(&postgres);
 
     let (ok, _, err) = copy(&app.data_dir(), &sqlite, &postgres);
     assert!(!ok);
     assert!(err.contains("already holds data"), "{err}");
-    assert_eq!(crate::backend::dump_rows(&postgres), before);
+    assert_eq!(crate::helpers::backend::dump_rows(&postgres), before);
 }

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Daemon, client, widgetd};
 use crate::helpers::{OutputWithin, REFUSAL_LIMIT};
-use crate::webdriver::{Chrome, wait_for};
 
 struct Person {
     url: String,

@@ -6,8 +6,8 @@
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{Browser, Scene, TestApp, assert_error, canary, scene, spawn_app};
-use crate::webdriver::Chrome;
 
 /// A pending widget of each kind: (REST path, body, its dismissal prompt
 /// without a note).

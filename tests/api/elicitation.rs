@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 use widgetd_domain::auth::Role;
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Scene, TestApp, canary, scene, spawn_app, spawn_app_with};
-use crate::webdriver::{Chrome, wait_for};
 
 async fn share(app: &TestApp, host: &str, session: &str, body: Value) {
     let r = app

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::backend::TestDir;
+use crate::helpers::backend::TestDir;
 use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, client, event_stream, widgetd};
 use crate::pg_server::PrivateServer;
 use crate::throughput::Driver;
@@ -283,37 +283,40 @@ async fn listen(mut stream: reqwest::Response, needle: &str, limit: Duration) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cut_database_connections_answer_503_and_the_daemons_reconnect_losing_nothing() {
-    under_load(crate::backend::postgres_dir(), |dir, _| async move {
-        // An administrator cuts every connection of both daemons, a few
-        // times over so that requests in flight are caught.
-        let admin = crate::helpers::open_data(&dir).await.db;
-        for _ in 0..3 {
-            // The administrator's own pooled connections are cut too (all
-            // but the one running the statement), and the pool pings only
-            // a connection idle for a second or more as it hands it out:
-            // a cut one fails its statement once and is replaced.
-            let mut attempts = 0;
-            let cut: Vec<bool> = loop {
-                let cut = sqlx::query_scalar(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+    under_load(
+        crate::helpers::backend::postgres_dir(),
+        |dir, _| async move {
+            // An administrator cuts every connection of both daemons, a few
+            // times over so that requests in flight are caught.
+            let admin = crate::helpers::open_data(&dir).await.db;
+            for _ in 0..3 {
+                // The administrator's own pooled connections are cut too (all
+                // but the one running the statement), and the pool pings only
+                // a connection idle for a second or more as it hands it out:
+                // a cut one fails its statement once and is replaced.
+                let mut attempts = 0;
+                let cut: Vec<bool> = loop {
+                    let cut = sqlx::query_scalar(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
                      WHERE datname = current_database() AND pid <> pg_backend_pid() \
                      AND backend_type = 'client backend'",
-                )
-                .fetch_all(&admin.write)
-                .await;
-                match cut {
-                    Ok(cut) => break cut,
-                    Err(e) if attempts < 20 && widgetd_domain::db::connection_lost(&e) => {
-                        attempts += 1
+                    )
+                    .fetch_all(&admin.write)
+                    .await;
+                    match cut {
+                        Ok(cut) => break cut,
+                        Err(e) if attempts < 20 && widgetd_domain::db::connection_lost(&e) => {
+                            attempts += 1
+                        }
+                        Err(e) => panic!("the administrator's statement failed: {e}"),
                     }
-                    Err(e) => panic!("the administrator's statement failed: {e}"),
-                }
-            };
-            assert!(cut.len() >= 2, "both daemons were connected: {cut:?}");
-            tokio::time::sleep(Duration::from_millis(150)).await;
-        }
-        admin.close().await;
-    })
+                };
+                assert!(cut.len() >= 2, "both daemons were connected: {cut:?}");
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+            admin.close().await;
+        },
+    )
     .await;
 }
 
@@ -322,7 +325,7 @@ async fn a_server_restarted_under_load_answers_503_and_the_daemons_reconnect_los
     // A server of the test's own: restarting the shared one would cut
     // every other test.
     let server = PrivateServer::start();
-    let tmp = crate::backend::postgres_dir_on(server.url());
+    let tmp = crate::helpers::backend::postgres_dir_on(server.url());
     let restarting = &server;
     under_load(tmp, |_, seen| async move {
         // Until a request in flight was caught (twice at least, at most
@@ -353,7 +356,7 @@ async fn a_server_restarted_under_load_answers_503_and_the_daemons_reconnect_los
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_waits_out_a_stopped_server_and_hears_what_follows() {
     let server = PrivateServer::start();
-    let tmp = crate::backend::postgres_dir_on(server.url());
+    let tmp = crate::helpers::backend::postgres_dir_on(server.url());
     let dir = tmp.path().join("data");
     let daemon = Daemon::start(&dir, tmp.path(), "a");
     let host = Driver::start(&daemon.url, &dir).await.host;

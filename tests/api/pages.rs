@@ -6,8 +6,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{Browser, TestApp, spawn_app};
-use crate::webdriver::Chrome;
 
 /// A daemon with something on every page: a transcript holding each widget
 /// kind, pending and ended, agent messages and a reply; an env var, an
@@ -314,7 +314,7 @@ async fn times_read_as_people_say_them_in_their_own_time_zone() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    crate::webdriver::wait_for("the live reply with its time", || async {
+    crate::helpers::chrome::wait_for("the live reply with its time", || async {
         chrome.count("time[datetime]").await > before
     })
     .await;
@@ -579,7 +579,7 @@ async fn the_session_list_updates_live_and_a_reload_creates_nothing() {
         .click()
         .await
         .unwrap();
-    crate::webdriver::wait_for("the settings panel", || async {
+    crate::helpers::chrome::wait_for("the settings panel", || async {
         chrome
             .current_url()
             .await

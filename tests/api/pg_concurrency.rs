@@ -384,7 +384,7 @@ async fn audit_rows_of_concurrent_commits_are_all_sealed_into_one_chain_before_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep() {
-    let tmp = crate::backend::postgres_dir();
+    let tmp = crate::helpers::backend::postgres_dir();
     let dir = tmp.path().join("data");
     let data = open_data(&dir).await;
     data.db.migrate().await.unwrap();
@@ -559,7 +559,7 @@ async fn a_write_past_the_operators_lock_timeout_is_a_503_and_changes_nothing() 
     // An operator who sets `lock_timeout` on widgetd's role or in its URL
     // (`?options=-c lock_timeout=…`) bounds how long a write waits.
     let first = spawn_postgres_app().await;
-    let url = crate::backend::postgres_url(&first.dir.path().join("data")).unwrap();
+    let url = crate::helpers::backend::postgres_url(&first.dir.path().join("data")).unwrap();
     let bounded = format!("{url}?options=-c%20lock_timeout%3D200ms");
     let app = crate::helpers::spawn_app_on(first.dir.clone(), &bounded).await;
     let scene = scene(&app, "alice").await;

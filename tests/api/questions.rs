@@ -15,8 +15,8 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
-use crate::webdriver::{Chrome, wait_for};
 
 const ANSWERED: &str =
     r#"[Agor] User answered: {"Regions?":["EU","APAC"],"Which database?":"SQLite"}"#;

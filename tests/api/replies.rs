@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Browser, TestApp, canary, scene, spawn_app};
-use crate::webdriver::{Chrome, wait_for};
 
 async fn reply(app: &TestApp, browser: &Browser, session: &str, text: &str) -> reqwest::Response {
     app.post_form(

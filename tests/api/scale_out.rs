@@ -337,8 +337,8 @@ async fn a_daemon_with_another_master_key_refuses_to_start_and_changes_nothing()
     let a = spawn_postgres_app().await;
     let Scene { session, agent, .. } = scene(&a, "alice").await;
     a.pending_widget(&agent, &session, &["SOME_KEY"]).await;
-    let url = crate::backend::postgres_url(&a.data_dir()).unwrap();
-    let before = crate::backend::dump_rows(&url);
+    let url = crate::helpers::backend::postgres_url(&a.data_dir()).unwrap();
+    let before = crate::helpers::backend::dump_rows(&url);
 
     let other = tempfile::tempdir().unwrap();
     widgetd_domain::crypto::MasterKey::generate()
@@ -352,7 +352,7 @@ async fn a_daemon_with_another_master_key_refuses_to_start_and_changes_nothing()
         .to_string();
     assert!(message.contains("master key"), "{message}");
     assert_eq!(
-        crate::backend::dump_rows(&url),
+        crate::helpers::backend::dump_rows(&url),
         before,
         "the database changed"
     );
@@ -369,7 +369,7 @@ async fn until_acked(seen: &Arc<Mutex<Acknowledged>>, acks: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_one_daemon_under_load_leaves_the_other_serving_and_loses_nothing() {
-    let tmp = crate::backend::postgres_dir();
+    let tmp = crate::helpers::backend::postgres_dir();
     let dir = tmp.path().join("data");
     let mut a = Daemon::start(&dir, tmp.path(), "a");
     let b = Daemon::start(&dir, tmp.path(), "b");

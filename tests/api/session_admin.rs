@@ -9,9 +9,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
+use crate::helpers::chrome::{Chrome, WAIT};
 use crate::helpers::{Browser, Daemon, TestApp, client, scene, spawn_app, stderr, widgetd};
 use crate::helpers::{COMMAND_LIMIT, OutputWithin};
-use crate::webdriver::{Chrome, WAIT};
 
 /// Whether `agent` may still act on `session` (asks for a widget).
 async fn agent_works(app_url: &str, agent: &str, session: &str) -> StatusCode {

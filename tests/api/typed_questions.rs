@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use crate::browser::{XSS, assert_inert};
 use crate::elicitation::{Declares, accept, desk, form_app, opted_in};
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app};
 use crate::mcp::{call, connect, error_code, structured};
 use crate::questions::texts;
-use crate::webdriver::{Chrome, wait_for};
 
 /// The question most tests ask: one field of every type.
 fn staging() -> Value {

@@ -7,9 +7,9 @@
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
 use crate::mcp::{call, connect, error_code, structured};
-use crate::webdriver::{Chrome, wait_for};
 
 fn question(text: &str) -> Value {
     json!({ "question": text, "widget": "radio", "options": ["EU", "US"] })

@@ -15,10 +15,10 @@ use super::{
     answer, clarify, created, open_transcript, prompt_of, refused_on_both, unchanged, widget,
 };
 use crate::browser::{XSS, assert_inert};
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
-use crate::webdriver::Chrome;
 
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
@@ -148,7 +148,7 @@ async fn an_image_asked_over_mcp_is_drawn_on_in_chromium() {
     assert!(chrome.same_document().await, "the card came by a reload");
     // The image loaded from the daemon, at its own size.
     let loaded = format!("return document.getElementById('w-{id}-image').complete;");
-    crate::webdriver::wait_for("the image to load", || async {
+    crate::helpers::chrome::wait_for("the image to load", || async {
         chrome.js(&loaded).await == json!(true)
     })
     .await;

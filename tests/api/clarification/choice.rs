@@ -11,10 +11,10 @@ use super::{
     unchanged, widget,
 };
 use crate::browser::{XSS, assert_inert};
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
-use crate::webdriver::{Chrome, wait_for};
 
 /// A region question with a description and markdown on its options.
 fn regions(multi: bool) -> Value {

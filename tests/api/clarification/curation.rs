@@ -12,10 +12,10 @@ use super::{
     unchanged, widget,
 };
 use crate::browser::{XSS, assert_inert};
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
-use crate::webdriver::{Chrome, wait_for};
 
 /// Six test files in two suites, all kept to start with.
 fn files(default_state: &str) -> Value {

@@ -17,9 +17,9 @@ use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, error_code, structured};
-use crate::webdriver::Chrome;
 
 /// Chromium signed in as `user` on `session`'s transcript, the document
 /// marked so a test can tell that cards arrived without a reload.

@@ -16,10 +16,10 @@ use super::{
     unchanged, widget,
 };
 use crate::browser::{XSS, assert_inert};
+use crate::helpers::chrome::{Chrome, wait_for};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
-use crate::webdriver::{Chrome, wait_for};
 
 const UP: &str = "\u{E013}";
 const DOWN: &str = "\u{E015}";

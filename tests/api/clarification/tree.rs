@@ -14,10 +14,10 @@ use super::{
     unchanged, widget,
 };
 use crate::browser::{XSS, assert_inert};
+use crate::helpers::chrome::Chrome;
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 use crate::mcp::{McpClient, call, connect, structured};
 use crate::questions::texts;
-use crate::webdriver::Chrome;
 
 /// A docs site's sections: guide ─ install, guide ─ usage, reference ─ api.
 fn sections(all: bool) -> Value {
