@@ -1,0 +1,519 @@
+//! `choice`: created over MCP, answered in Chromium by real clicks and
+//! typing (with JavaScript, and again with it off), its limits and bad
+//! answers refused with stable codes, and agent-written labels,
+//! descriptions and markdown inert against the XSS corpus.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::{
+    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
+    unchanged, widget,
+};
+use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
+use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::web::browser::{XSS, assert_inert};
+use crate::widgets::ask::texts;
+
+/// A region question with a description and markdown on its options.
+fn regions(multi: bool) -> Value {
+    json!({
+        "question": "Which region should the database live in?",
+        "widget": {
+            "type": "choice",
+            "multi_select": multi,
+            "options": [
+                { "label": "EU", "description": "Frankfurt" },
+                { "label": "US", "markdown": "Needs **US_REGION** set" },
+                { "label": "APAC" },
+            ],
+        },
+    })
+}
+
+/// Creates a clarification over MCP; returns its id.
+async fn ask(client: &McpClient, body: Value) -> String {
+    let made = structured(call(client, "request_clarification", body).await);
+    assert_eq!(made["status"], "pending", "{made}");
+    made["widget_id"].as_str().unwrap().to_owned()
+}
+
+async fn enabled(chrome: &Chrome, css: &str) -> bool {
+    chrome.css(css).await.is_enabled().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_choice_asked_over_mcp_is_answered_in_chromium() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let chrome = open_transcript(&app, "alice", &s.session).await;
+
+    // The card arrives live, with its options, markdown and the text box.
+    let id = ask(&client, regions(false)).await;
+    let card = format!("#w-{id}");
+    chrome
+        .wait_css(&format!("{card} form.clarification.type-choice"))
+        .await;
+    assert!(chrome.same_document().await, "the card came by a reload");
+    assert_eq!(
+        texts(&chrome, &format!("{card} .question-text")).await,
+        json!(["Which region should the database live in?"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} legend")).await,
+        json!(["Pick one"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} label.option strong")).await,
+        json!(["EU", "US", "APAC"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} label.option .hint")).await,
+        json!(["Frankfurt"])
+    );
+    assert_eq!(
+        texts(&chrome, &format!("{card} .markdown strong")).await,
+        json!(["US_REGION"])
+    );
+    let send = format!("{card} form.clarification button.primary");
+    let clear = format!("{card} button.clear-choice");
+    let freeform = format!("#w-{id}-freeform");
+    assert!(chrome.css(&freeform).await.is_displayed().await.unwrap());
+    assert!(
+        !enabled(&chrome, &send).await,
+        "nothing picked or typed yet"
+    );
+    assert!(!chrome.css(&clear).await.is_displayed().await.unwrap());
+
+    // Pick US, change our mind: clear it, so that only words would go.
+    chrome
+        .css(&format!("#w-{id}-c1"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    assert!(enabled(&chrome, &send).await);
+    chrome.css(&clear).await.click().await.unwrap();
+    let picked = format!(
+        "return [...document.querySelectorAll('{card} input[name=selected]')].map(i => i.checked);"
+    );
+    assert_eq!(chrome.js(&picked).await, json!([false, false, false]));
+    assert!(!enabled(&chrome, &send).await);
+    assert_eq!(
+        chrome.js("return document.activeElement.name;").await,
+        "freeform",
+        "focus goes to the text box, not nowhere"
+    );
+    // Then EU, and a few words too.
+    chrome
+        .css(&format!("#w-{id}-c0"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&freeform)
+        .await
+        .send_keys("EU only, for now")
+        .await
+        .unwrap();
+    chrome.screenshot_to("clarification-choice.png").await;
+    chrome.css(&send).await.click().await.unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    assert_eq!(
+        texts(&chrome, &format!("{card} dl.answers dd")).await,
+        json!(["EU", "EU only, for now"])
+    );
+    assert_eq!(chrome.count(&format!("{card} form")).await, 0);
+    assert_eq!(
+        prompt_of(&app, &s.host, &s.session, &id).await,
+        r#"[Agor] User answered your question "Which region should the database live in?": {"structured":{"selected":["EU"]},"freeform":"EU only, for now"}"#
+    );
+    let state = structured(call(&client, "get_widget_status", json!({ "widget_id": id })).await);
+    assert_eq!(
+        state["result"],
+        json!({ "structured": { "selected": ["EU"] }, "freeform": "EU only, for now", "answered_by": "alice" })
+    );
+
+    // Several, with `multi_select`: check boxes, answered in the options' order.
+    chrome.mark_document().await;
+    let multi = ask(&client, regions(true)).await;
+    let card = format!("#w-{multi}");
+    chrome
+        .wait_css(&format!("{card} input[type=checkbox]"))
+        .await;
+    assert_eq!(
+        texts(&chrome, &format!("{card} legend")).await,
+        json!(["Pick any that fit"])
+    );
+    assert_eq!(
+        chrome.count(&format!("{card} button.clear-choice")).await,
+        0
+    );
+    chrome
+        .css(&format!("#w-{multi}-c2"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("#w-{multi}-c0"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("{card} form.clarification button.primary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome.wait_css(&format!("{card} .badge-submitted")).await;
+    let state = widget(&app, &s.agent, &multi).await;
+    assert_eq!(
+        state["result"]["structured"],
+        json!({ "selected": ["EU", "APAC"] })
+    );
+    assert_eq!(state["result"]["freeform"], "");
+    chrome.close().await;
+}
+
+#[tokio::test]
+async fn a_choice_is_answered_with_javascript_off() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let picked = ask(&client, regions(false)).await;
+    let typed = ask(&client, regions(false)).await;
+    let nothing = ask(&client, regions(false)).await;
+    let chrome = Chrome::launch_without_javascript().await;
+    chrome.login(&app.url, "alice").await;
+    chrome
+        .open(&format!("{}/sessions/{}", app.url, s.session))
+        .await;
+    chrome.wait_css(&format!("#w-{picked} form")).await;
+    // No script ran: the title counts nothing, "Send answer" was never
+    // disabled, "Clear the choice" stays hidden.
+    assert_eq!(chrome.title().await.unwrap(), "test · widgetd");
+    let send = |id: &str| format!("#w-{id} form.clarification button.primary");
+    assert!(enabled(&chrome, &send(&picked)).await);
+    assert!(
+        !chrome
+            .css(&format!("#w-{picked} button.clear-choice"))
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+
+    // A pick and two lines of text (the browser sends CRLF; the agent gets LF).
+    chrome
+        .css(&format!("#w-{picked}-c1"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("#w-{picked}-freeform"))
+        .await
+        .send_keys("US, but\nonly for the beta")
+        .await
+        .unwrap();
+    chrome.css(&send(&picked)).await.click().await.unwrap();
+    chrome
+        .wait_css(&format!("#w-{picked} .badge-submitted"))
+        .await;
+    assert_eq!(
+        prompt_of(&app, &s.host, &s.session, &picked).await,
+        r#"[Agor] User answered your question "Which region should the database live in?": {"structured":{"selected":["US"]},"freeform":"US, but\nonly for the beta"}"#
+    );
+
+    // Only words: the widget's state (nothing picked) is kept beside them.
+    chrome
+        .css(&format!("#w-{typed}-freeform"))
+        .await
+        .send_keys("Ask the customer")
+        .await
+        .unwrap();
+    chrome.css(&send(&typed)).await.click().await.unwrap();
+    chrome
+        .wait_css(&format!("#w-{typed} .badge-submitted"))
+        .await;
+    assert_eq!(
+        widget(&app, &s.agent, &typed).await["result"]["structured"],
+        json!({ "selected": [] })
+    );
+
+    // Nothing at all: the page comes back with the reason beside the card.
+    chrome.css(&send(&nothing)).await.click().await.unwrap();
+    chrome
+        .wait_css(&format!("#w-{nothing} .alert[data-code=answer_required]"))
+        .await;
+    assert_eq!(widget(&app, &s.agent, &nothing).await["status"], "pending");
+    chrome.close().await;
+}
+
+#[tokio::test]
+async fn choice_limits_have_stable_codes_and_create_nothing() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut body = regions(false);
+        change(&mut body);
+        body
+    };
+    let eleven: Vec<Value> = (0..11)
+        .map(|i| json!({ "label": format!("o{i}") }))
+        .collect();
+    let cases = [
+        (
+            with(&|b| b["widget"]["options"] = json!([{ "label": "a" }])),
+            "options_count",
+        ),
+        (
+            with(&|b| b["widget"]["options"] = json!(eleven)),
+            "options_count",
+        ),
+        (
+            with(&|b| b["widget"]["options"][1]["label"] = json!("  ")),
+            "empty_label",
+        ),
+        (
+            with(&|b| b["widget"]["options"][1]["label"] = json!("l".repeat(81))),
+            "label_too_long",
+        ),
+        (
+            with(&|b| b["widget"]["options"][1]["label"] = json!("a\tb")),
+            "invalid_label",
+        ),
+        (
+            with(&|b| b["widget"]["options"][2]["label"] = json!(" EU")),
+            "duplicate_label",
+        ),
+        (
+            with(&|b| b["widget"]["options"][0]["description"] = json!("d".repeat(301))),
+            "description_too_long",
+        ),
+        (
+            with(&|b| b["widget"]["options"][0]["markdown"] = json!("m".repeat(4001))),
+            "markdown_too_long",
+        ),
+        (with(&|b| b["question"] = json!("")), "invalid_question"),
+        (
+            with(&|b| b["question"] = json!("q".repeat(1001))),
+            "invalid_question",
+        ),
+        (with(&|b| b["wait_seconds"] = json!(301)), "wait_too_long"),
+    ];
+    for (body, code) in &cases {
+        refused_on_both(&app, (&s, &client), body, code, None).await;
+    }
+    // Unknown fields at every level, and wrong types, are `invalid_body`
+    // naming the place.
+    for (body, at) in [
+        (
+            with(&|b| b["widget"]["colour"] = json!("red")),
+            "(at `widget`)",
+        ),
+        (
+            with(&|b| b["widget"]["options"][0]["value"] = json!("eu")),
+            "(at `widget.options.0`)",
+        ),
+        (
+            with(&|b| b["widget"]["multi_select"] = json!("yes")),
+            "(at `widget.multi_select`)",
+        ),
+    ] {
+        malformed_on_both(&app, (&s, &client), &body, at, Some("yes")).await;
+    }
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'widget.create'")
+            .await,
+        0
+    );
+    // At the limits, it is accepted.
+    let ten: Vec<Value> = (0..10)
+        .map(|i| json!({ "label": format!("{i}{}", "l".repeat(79)) }))
+        .collect();
+    let body = with(&|b| {
+        b["widget"]["options"] = json!(ten);
+        b["question"] = json!("q".repeat(1000));
+    });
+    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+}
+
+#[tokio::test]
+async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let secret = canary("freeform");
+    let r = app
+        .put_env(
+            &s.host,
+            "PAYMENT_KEY",
+            &json!({ "value": secret, "scope": "global" }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let browser = app.login("alice").await;
+    let id = created(clarify(&app, &s.agent, &s.session, &regions(false)).await).await;
+    let holding = format!("use {secret} for it");
+    let cases = [
+        (
+            json!({ "structured": { "selected": ["Mars"] } }),
+            "unknown_option",
+        ),
+        (
+            json!({ "structured": { "selected": ["EU", "US"] } }),
+            "single_answer",
+        ),
+        (
+            json!({ "structured": { "selected": [] }, "freeform": "" }),
+            "answer_required",
+        ),
+        (json!({ "freeform": "f".repeat(4001) }), "freeform_too_long"),
+        (json!({ "freeform": "bell\u{7}" }), "invalid_freeform"),
+        (
+            json!({ "structured": { "selected": ["EU"] }, "freeform": holding }),
+            "answer_contains_secret",
+        ),
+    ];
+    for (body, code) in &cases {
+        let r = answer(&app, &browser, &id, body).await;
+        let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
+        assert!(!message.contains("Mars"), "{message}");
+    }
+    for body in [
+        json!({ "structured": { "selected": ["EU"], "ranked": [] } }),
+        json!({ "structured": { "selected": "EU" } }),
+        json!({ "answer.0": "EU" }),
+    ] {
+        let r = answer(&app, &browser, &id, &body).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
+    }
+    // The form too: the page again, the reason beside the card, no value.
+    for (fields, code) in [
+        (vec![("selected", "Mars")], "unknown_option"),
+        (
+            vec![("selected", "EU"), ("selected", "APAC")],
+            "single_answer",
+        ),
+        (
+            vec![("freeform", holding.as_str())],
+            "answer_contains_secret",
+        ),
+    ] {
+        let r = app
+            .post_form(&browser, &format!("/widgets/{id}/submit"), &fields)
+            .await;
+        assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let page = r.text().await.unwrap();
+        assert!(page.contains(&format!(r#"data-code="{code}""#)), "{code}");
+        assert!(!page.contains(&secret));
+    }
+    unchanged(&app, &s, &id).await;
+    // Once answered, a second answer is 409 and changes nothing.
+    let r = answer(
+        &app,
+        &browser,
+        &id,
+        &json!({ "structured": { "selected": ["APAC"] } }),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = answer(&app, &browser, &id, &json!({ "freeform": "again" })).await;
+    assert_error(r, StatusCode::CONFLICT, "widget_not_pending", None).await;
+    assert_eq!(widget(&app, &s.agent, &id).await["result"]["freeform"], "");
+}
+
+#[tokio::test]
+async fn agent_written_labels_and_markdown_are_inert() {
+    let app = spawn_app().await;
+    let Scene {
+        host,
+        session,
+        agent,
+    } = scene(&app, "alice").await;
+    let chrome = open_transcript(&app, "alice", &session).await;
+
+    // The corpus as questions, labels, descriptions and markdown, in
+    // widgets of 9 options each, arriving while the page is open.
+    let mut ids = Vec::new();
+    for (n, chunk) in XSS.chunks(9).enumerate() {
+        let options: Vec<Value> = chunk
+            .iter()
+            .map(|p| {
+                json!({
+                    "label": p,
+                    "description": p,
+                    "markdown": format!("{p}\n\n* [click](javascript:window.__xss=1)\n\n**{p}**"),
+                })
+            })
+            .collect();
+        let body = json!({ "question": XSS[n], "widget": { "type": "choice", "options": options, "multi_select": true } });
+        ids.push(created(clarify(&app, &agent, &session, &body).await).await);
+    }
+    wait_for("every card to arrive live", || async {
+        chrome.count("form.clarification").await == ids.len()
+    })
+    .await;
+    assert!(chrome.same_document().await);
+    assert_inert(&chrome, "test · widgetd").await;
+    let mut sorted: Vec<&str> = XSS.to_vec();
+    sorted.sort_unstable();
+    for css in [".choice label.option strong", ".choice label.option .hint"] {
+        let mut shown: Vec<String> = serde_json::from_value(texts(&chrome, css).await).unwrap();
+        shown.sort_unstable();
+        assert_eq!(shown, sorted, "{css} shows the corpus as text");
+    }
+
+    // Picked and sent by clicking, then shown in the answered card.
+    let first = &ids[0];
+    chrome
+        .css(&format!("#w-{first}-c0"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("#w-{first}-c1"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .css(&format!("#w-{first} form.clarification button.primary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    chrome
+        .wait_css(&format!("#w-{first} .badge-submitted"))
+        .await;
+    assert_inert(&chrome, "test · widgetd").await;
+    assert_eq!(
+        texts(&chrome, &format!("#w-{first} dl.answers dd")).await,
+        json!([format!("{}, {}", XSS[0], XSS[1])])
+    );
+    let expected = json!({ "selected": [XSS[0], XSS[1]] });
+    assert_eq!(
+        widget(&app, &agent, first).await["result"]["structured"],
+        expected
+    );
+    let prompt = prompt_of(&app, &host, &session, first).await;
+    assert!(prompt.contains(&expected.to_string()), "{prompt}");
+
+    // The same transcript rendered by the server.
+    chrome
+        .open(&format!("{}/sessions/{session}", app.url))
+        .await;
+    chrome
+        .wait_css(&format!("#w-{first} .badge-submitted"))
+        .await;
+    assert_inert(&chrome, "test · widgetd").await;
+    chrome.close().await;
+}

@@ -1,0 +1,427 @@
+//! `request_clarification` end to end. The plumbing every widget type
+//! shares is tested here (the strict tool schema, unknown types, answers in
+//! words only, dismissal, waiting, expiry); each type has its own module
+//! beside this one (`choice.rs`) with its creation over MCP, real
+//! interaction in Chromium, the same with JavaScript off, its limits and
+//! bad answers, and the XSS corpus. The helpers below serve them all.
+
+pub(crate) mod annotation;
+mod choice;
+mod curation;
+mod mapping;
+pub(crate) mod ranking;
+mod table;
+mod tree;
+
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use widgetd_domain::widgets;
+
+use crate::helpers::chrome::Chrome;
+use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
+use crate::mcp::endpoint::{McpClient, call, connect, error_code, structured};
+
+/// Chromium signed in as `user` on `session`'s transcript, the document
+/// marked so a test can tell that cards arrived without a reload.
+pub async fn open_transcript(app: &TestApp, user: &str, session: &str) -> Chrome {
+    let chrome = Chrome::launch().await;
+    chrome.login(&app.url, user).await;
+    chrome
+        .open(&format!("{}/sessions/{session}", app.url))
+        .await;
+    chrome.wait_css("#transcript").await;
+    chrome.mark_document().await;
+    chrome
+}
+
+/// `POST /api/v1/sessions/{session}/widgets/clarification` as `token`.
+pub async fn clarify(app: &TestApp, token: &str, session: &str, body: &Value) -> Response {
+    app.post_json(
+        &format!("/api/v1/sessions/{session}/widgets/clarification"),
+        token,
+        body,
+    )
+    .await
+}
+
+/// The id of a clarification just created: `201 {widget_id, status: pending}`.
+pub async fn created(r: Response) -> String {
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "pending", "{body}");
+    assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
+    body["widget_id"].as_str().unwrap().to_owned()
+}
+
+/// A JSON answer `{structured?, freeform?}` from `browser`.
+pub async fn answer(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
+    app.post_json_as(browser, &format!("/widgets/{id}/submit"), body)
+        .await
+}
+
+/// `GET /api/v1/widgets/{id}` as `token`.
+pub async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
+    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+/// The one queued prompt of widget `id`.
+pub async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String {
+    let prompts = app.prompts(host, session, 0).await;
+    let mine: Vec<&Value> = prompts.iter().filter(|p| p["widget_id"] == id).collect();
+    assert_eq!(mine.len(), 1, "{prompts:?}");
+    mine[0]["text"].as_str().unwrap().to_owned()
+}
+
+/// That a refused answer changed nothing: still pending, no prompt, no
+/// `widget.submit` audit row.
+pub async fn unchanged(app: &TestApp, scene: &Scene, id: &str) {
+    assert_eq!(widget(app, &scene.agent, id).await["status"], "pending");
+    assert!(app.prompts(&scene.host, &scene.session, 0).await.is_empty());
+    let sql = format!(
+        "SELECT count(*) FROM audit_log WHERE widget_id = '{id}' AND action = 'widget.submit'"
+    );
+    assert_eq!(app.count(&sql).await, 0);
+}
+
+/// That `body` is refused with `code` over REST (`422`, its body without
+/// `hidden`) and over MCP alike, creating nothing; returns the REST message.
+pub async fn refused_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    code: &str,
+    hidden: Option<&str>,
+) -> String {
+    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, hidden).await;
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        code
+    );
+    message
+}
+
+/// That a `body` of the wrong shape is `400 invalid_body` over REST, its
+/// message ending with the path `at` (and its body without `hidden`), and
+/// `invalid_body` over MCP.
+pub async fn malformed_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    at: &str,
+    hidden: Option<&str>,
+) {
+    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", hidden).await;
+    assert!(message.ends_with(at), "{message}");
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        "invalid_body"
+    );
+}
+
+/// A `choice` widget offering `labels`.
+pub fn choice(labels: &[&str], multi: bool) -> Value {
+    let options: Vec<Value> = labels.iter().map(|l| json!({ "label": l })).collect();
+    json!({ "type": "choice", "options": options, "multi_select": multi })
+}
+
+/// Every object schema in `schema` (properties given) forbids other
+/// properties; returns the paths of those that do not.
+fn loose_objects(schema: &Value, path: &str, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties")
+                && map.get("additionalProperties") != Some(&json!(false))
+            {
+                found.push(path.to_owned());
+            }
+            for (k, v) in map {
+                loose_objects(v, &format!("{path}.{k}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                loose_objects(v, &format!("{path}.{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_tool_schema_is_strict_at_every_level_and_lists_only_existing_types() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "request_clarification")
+        .expect("the tool is listed");
+    let schema = Value::Object((*tool.input_schema).clone());
+    let mut loose = Vec::new();
+    loose_objects(&schema, "", &mut loose);
+    assert!(
+        loose.is_empty(),
+        "objects that allow more: {loose:?} in {schema:#}"
+    );
+    assert_eq!(
+        schema["required"],
+        json!(["question", "widget"]),
+        "{schema}"
+    );
+    let mut keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "expires_in_seconds",
+            "question",
+            "replaces",
+            "wait_seconds",
+            "widget"
+        ]
+    );
+    // `widget` is one object per type that exists, each with its own
+    // properties, its `type` among them.
+    let text = schema.to_string();
+    let variants = schema["$defs"]["WidgetSchema"]["oneOf"].as_array().unwrap();
+    let types: Vec<&Value> = variants
+        .iter()
+        .map(|v| &v["properties"]["type"]["const"])
+        .collect();
+    assert_eq!(
+        types,
+        [
+            &json!("choice"),
+            &json!("table"),
+            &json!("mapping"),
+            &json!("ranking"),
+            &json!("curation"),
+            &json!("tree"),
+            &json!("annotation")
+        ],
+        "{schema}"
+    );
+    assert_eq!(
+        variants[0]["required"],
+        json!(["type", "options"]),
+        "{schema}"
+    );
+    assert!(
+        text.contains("multi_select") && text.contains("markdown"),
+        "{schema}"
+    );
+    let description = tool.description.as_deref().unwrap();
+    assert!(description.contains("END YOUR TURN"), "{description}");
+    assert!(
+        description.contains("{structured, freeform}"),
+        "{description}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_widget_type_is_refused_listing_the_types() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    for ty in ["sorting", "no-such-type-7f3a"] {
+        let body = json!({ "question": "Which?", "widget": { "type": ty, "items": [] } });
+        let r = clarify(&app, &s.agent, &s.session, &body).await;
+        let message = assert_error(
+            r,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_widget_type",
+            Some(ty),
+        )
+        .await;
+        assert_eq!(
+            message,
+            "`widget.type` is one of `choice`, `table`, `mapping`, `ranking`, `curation`, `tree`, `annotation`"
+        );
+        let result = call(&client, "request_clarification", body).await;
+        assert_eq!(error_code(&result), "unknown_widget_type");
+    }
+    for widget in [
+        json!({ "options": [] }),
+        json!("choice"),
+        json!({ "type": 7 }),
+    ] {
+        let body = json!({ "question": "Which?", "widget": widget });
+        let r = clarify(&app, &s.agent, &s.session, &body).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
+    }
+    let extra = json!({ "question": "Which?", "widget": choice(&["a", "b"], false), "why": 1 });
+    let r = clarify(&app, &s.agent, &s.session, &extra).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
+    assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
+}
+
+#[tokio::test]
+async fn a_person_may_answer_in_words_only_or_not_at_all() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let body = json!({ "question": "Which region?", "widget": choice(&["EU", "US"], false) });
+
+    // Words only, as JSON (no `structured`: the widget is untouched) and as
+    // the form (which sends the widget's state: nothing picked).
+    let by_json = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let r = answer(
+        &app,
+        &browser,
+        &by_json,
+        &json!({ "freeform": "Wherever is cheapest" }),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let by_form = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{by_form}/submit"),
+            &[("freeform", "Wherever is cheapest")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    for id in [&by_json, &by_form] {
+        let state = widget(&app, &s.agent, id).await;
+        assert_eq!(
+            state["result"],
+            json!({ "structured": { "selected": [] }, "freeform": "Wherever is cheapest", "answered_by": "alice" })
+        );
+        assert_eq!(
+            prompt_of(&app, &s.host, &s.session, id).await,
+            r#"[Agor] User answered your question "Which region?": {"structured":{"selected":[]},"freeform":"Wherever is cheapest"}"#
+        );
+    }
+
+    // Neither the widget nor words: refused.
+    let empty = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    for sent in [
+        json!({}),
+        json!({ "freeform": "  \n " }),
+        json!({ "structured": { "selected": [] } }),
+    ] {
+        let r = answer(&app, &browser, &empty, &sent).await;
+        assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "answer_required", None).await;
+    }
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{empty}/submit"),
+            &[("freeform", "")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains(r#"data-code="answer_required""#)
+    );
+    assert_eq!(widget(&app, &s.agent, &empty).await["status"], "pending");
+}
+
+#[tokio::test]
+async fn clarifications_wait_dismiss_and_expire_like_every_widget() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let question = "Which \"region\" first?";
+    let body = json!({ "question": question, "widget": choice(&["EU", "US"], false) });
+
+    // `wait_seconds`: the call returns the answer given meanwhile.
+    let mut waiting = body.clone();
+    waiting["wait_seconds"] = json!(20);
+    let call = {
+        let (app_url, agent, session) = (app.url.clone(), s.agent.clone(), s.session.clone());
+        tokio::spawn(async move {
+            crate::helpers::client()
+                .post(format!(
+                    "{app_url}/api/v1/sessions/{session}/widgets/clarification"
+                ))
+                .bearer_auth(agent)
+                .json(&waiting)
+                .send()
+                .await
+                .unwrap()
+        })
+    };
+    let id = crate::widgets::ask::first_widget_id(&app).await;
+    let sent = json!({ "structured": { "selected": ["US"] }, "freeform": "then EU" });
+    assert_eq!(
+        answer(&app, &browser, &id, &sent).await.status(),
+        StatusCode::OK
+    );
+    let r = call.await.unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let waited: Value = r.json().await.unwrap();
+    assert_eq!(waited["status"], "submitted", "{waited}");
+    assert_eq!(
+        waited["result"]["structured"],
+        json!({ "selected": ["US"] })
+    );
+    assert_eq!(waited["result"]["freeform"], "then EU");
+
+    // Dismissed with a note: the prompt carries the question and the note.
+    let dismissed = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{dismissed}/dismiss"),
+            &[("note", "ask Bob")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        prompt_of(&app, &s.host, &s.session, &dismissed).await,
+        r#"[Agor] User dismissed your question "Which \"region\" first?" without answering. Do not ask again immediately — decide how to proceed, or move on to other work. User's note: "ask Bob""#
+    );
+
+    // Expired: the question again, and no answer.
+    let expiring = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
+        .bind(&expiring)
+        .execute(&app.state.db.write)
+        .await
+        .unwrap();
+    assert_eq!(widgets::expire_due(&app.state).await.unwrap(), 1);
+    assert_eq!(
+        prompt_of(&app, &s.host, &s.session, &expiring).await,
+        r#"[Agor] Your question "Which \"region\" first?" expired before the user answered; no answer was given. Do not ask again immediately — decide how to proceed, or move on to other work."#
+    );
+    let page = app
+        .page(&browser, &format!("/sessions/{}", s.session))
+        .await;
+    assert!(page.contains("Question expired <time"), "{page}");
+    assert!(page.contains("Question dismissed by alice <time") && page.contains(": ask Bob"));
+}
+
+#[tokio::test]
+async fn get_widget_status_shows_the_question_and_both_parts_of_the_answer() {
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let browser = app.login("alice").await;
+    let client = connect(&app, Some(&s.agent)).await.unwrap();
+    let body = json!({ "question": "Which?", "widget": choice(&["a", "b"], true) });
+    let made = structured(call(&client, "request_clarification", body).await);
+    let id = made["widget_id"].as_str().unwrap().to_owned();
+    let sent = json!({ "structured": { "selected": ["b", "a"] }, "freeform": "both" });
+    assert_eq!(
+        answer(&app, &browser, &id, &sent).await.status(),
+        StatusCode::OK
+    );
+    let state = structured(call(&client, "get_widget_status", json!({ "widget_id": id })).await);
+    assert_eq!(state["kind"], "clarification");
+    assert_eq!(state["status"], "submitted");
+    assert_eq!(state["params"]["question"], "Which?");
+    assert_eq!(state["params"]["widget"]["type"], "choice");
+    assert_eq!(
+        state["result"],
+        json!({ "structured": { "selected": ["a", "b"] }, "freeform": "both", "answered_by": "alice" })
+    );
+}
