@@ -18,7 +18,7 @@ struct Person {
 }
 
 impl Person {
-    async fn login(url: &str) -> Person {
+    async fn logged_in(url: &str) -> Person {
         let http = client();
         let browser = crate::helpers::login_at(&http, url, "demo").await;
         Person {
@@ -95,7 +95,7 @@ async fn the_demo_agent_walks_through_each_widget() {
         .expect("the banner gives the demo session's URL");
     assert!(!banner.contains("created the user `admin`"), "{banner}");
 
-    let person = Person::login(&daemon.url).await;
+    let person = Person::logged_in(&daemon.url).await;
     let page = person.page(&path).await;
     assert!(
         page.contains("Demo: a tour of widgetd"),
@@ -169,7 +169,7 @@ async fn the_demo_runs_end_to_end_by_clicking_in_a_browser() {
     let daemon = Daemon::start_with(&data, dir.path(), "demo-browser", &["--demo"]);
     let chrome = Chrome::launch().await;
     chrome.set_window_size(1280, 900).await.unwrap();
-    chrome.login(&daemon.url, "demo").await;
+    chrome.sign_in(&daemon.url, "demo").await;
     // The sessions list leads to the demo session.
     chrome.open(&format!("{}/", daemon.url)).await;
     chrome

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::helpers::free_port;
 use tempfile::TempDir;
 
 /// A running server of this test's own.
@@ -169,10 +170,4 @@ fn bindir() -> PathBuf {
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// A loopback port nothing listens on now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }

@@ -242,15 +242,15 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
     let (a, b) = two_daemons().await;
     let Scene { session, agent, .. } = scene(&a, "alice").await;
     let browser = b.login("alice").await;
-    let mcp = crate::mcp::endpoint::connect(&a, Some(&agent))
+    let mcp = crate::helpers::mcp::connect(&a, Some(&agent))
         .await
         .unwrap();
     let mcp_status = |id: String| {
         let mcp = &mcp;
         async move {
             let args = json!({ "widget_id": id });
-            let result = crate::mcp::endpoint::call(mcp, "get_widget_status", args).await;
-            crate::mcp::endpoint::structured(result)["status"]
+            let result = crate::helpers::mcp::call(mcp, "get_widget_status", args).await;
+            crate::helpers::mcp::structured(result)["status"]
                 .as_str()
                 .unwrap()
                 .to_owned()

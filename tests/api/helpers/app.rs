@@ -250,3 +250,18 @@ pub async fn event_stream(
     assert_eq!(stream.status(), reqwest::StatusCode::OK);
     stream
 }
+
+/// `PUT /api/v1/sessions/{session}/sharing` as `host` (asserting `200`);
+/// the sharing it answers.
+pub async fn share(app: &TestApp, host: &str, session: &str, body: Value) -> Value {
+    let r = app
+        .client
+        .put(format!("{}/api/v1/sessions/{session}/sharing", app.url))
+        .bearer_auth(host)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::PASSWORD;
+use crate::helpers::free_port;
 
 /// How long any wait in a browser test may take.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -51,14 +52,6 @@ fn program(env: &str, names: &[&str]) -> PathBuf {
         })
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{} not found. {MISSING}", names.join(" / ")))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Polls `check` every 100 ms until it holds; panics after [`WAIT`].
@@ -179,8 +172,12 @@ impl Chrome {
         self.goto(url).await.unwrap();
     }
 
-    /// Logs in through the login form and waits to leave it.
-    pub async fn login(&self, app_url: &str, user: &str) {
+    /// Signs `user` in by typing into the login page as a person does (the
+    /// test password), and waits to leave it; [`TestApp::login`] is the same
+    /// over plain HTTP.
+    ///
+    /// [`TestApp::login`]: crate::helpers::TestApp::login
+    pub async fn sign_in(&self, app_url: &str, user: &str) {
         self.open(&format!("{app_url}/login")).await;
         self.css("#username").await.send_keys(user).await.unwrap();
         self.css("#password")
@@ -391,4 +388,23 @@ impl Drop for Chrome {
         }
         kill_group(&mut self.driver);
     }
+}
+
+/// Whether the first element matching `css` is enabled.
+pub async fn enabled(chrome: &Chrome, css: &str) -> bool {
+    chrome.css(css).await.is_enabled().await.unwrap()
+}
+
+/// Clicks the first element matching `css`.
+pub async fn click(chrome: &Chrome, css: &str) {
+    chrome.css(css).await.click().await.unwrap();
+}
+
+/// `textContent` of every element matching `css`.
+pub async fn texts(chrome: &Chrome, css: &str) -> Value {
+    chrome
+        .js(&format!(
+            "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"
+        ))
+        .await
 }

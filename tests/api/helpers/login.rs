@@ -26,6 +26,43 @@ pub fn session_cookie(response: &Response) -> Option<String> {
         .map(|v| v.split(';').next().unwrap().to_owned())
 }
 
+/// Posts the login form with `name` and `password` to the daemon at `url`,
+/// with `headers` besides (a cookie, `Origin`, `X-Forwarded-For`…).
+pub async fn post_login(
+    client: &Client,
+    url: &str,
+    name: &str,
+    password: &str,
+    headers: &[(&str, &str)],
+) -> Response {
+    let mut request = client
+        .post(format!("{url}/login"))
+        .form(&[("username", name), ("password", password)]);
+    for (header, value) in headers {
+        request = request.header(*header, *value);
+    }
+    request.send().await.unwrap()
+}
+
+/// The [`Browser`] a successful login `response` (`303`) signed in: its
+/// session cookie, and the form token `/api/v1/me` gives that cookie.
+async fn signed_in(client: &Client, url: &str, response: &Response) -> Browser {
+    let cookie = session_cookie(response).expect("login sets the session cookie");
+    let me: Value = client
+        .get(format!("{url}/api/v1/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    Browser {
+        cookie,
+        csrf: me["csrf_token"].as_str().unwrap().to_owned(),
+    }
+}
+
 impl TestApp {
     /// Logs `name` in with the test password.
     pub async fn login(&self, name: &str) -> Browser {
@@ -34,39 +71,30 @@ impl TestApp {
             .expect("login succeeds")
     }
 
-    /// Posts the login form (optionally with an existing cookie).
+    /// Posts the login form (optionally with an existing cookie); the
+    /// signed-in browser if it was accepted (`303`).
     pub async fn login_with(
         &self,
         name: &str,
         password: &str,
         cookie: Option<&str>,
     ) -> Option<Browser> {
-        let mut request = self
-            .client
-            .post(format!("{}/login", self.url))
-            .form(&[("username", name), ("password", password)]);
-        if let Some(cookie) = cookie {
-            request = request.header("cookie", cookie);
-        }
-        let response = request.send().await.unwrap();
+        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
+        let response = self.post_login(name, password, &headers).await;
         if response.status() != StatusCode::SEE_OTHER {
             return None;
         }
-        let cookie = session_cookie(&response).expect("login sets the session cookie");
-        let me: Value = self
-            .client
-            .get(format!("{}/api/v1/me", self.url))
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        Some(Browser {
-            cookie,
-            csrf: me["csrf_token"].as_str().unwrap().to_owned(),
-        })
+        Some(signed_in(&self.client, &self.url, &response).await)
+    }
+
+    /// [`post_login`] to this daemon; the caller inspects the response.
+    pub async fn post_login(
+        &self,
+        name: &str,
+        password: &str,
+        headers: &[(&str, &str)],
+    ) -> Response {
+        post_login(&self.client, &self.url, name, password, headers).await
     }
 
     /// A same-origin form post from `browser`, as a browser sends it.
@@ -119,25 +147,7 @@ impl TestApp {
 /// Logs `user` (password [`PASSWORD`]) in to the daemon at `url` through
 /// the form, as a browser does; for daemons that are not a [`TestApp`].
 pub async fn login_at(client: &Client, url: &str, user: &str) -> Browser {
-    let r = client
-        .post(format!("{url}/login"))
-        .form(&[("username", user), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+    let r = post_login(client, url, user, PASSWORD, &[]).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "{user} logs in");
-    let cookie = session_cookie(&r).unwrap();
-    let me: Value = client
-        .get(format!("{url}/api/v1/me"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    Browser {
-        cookie,
-        csrf: me["csrf_token"].as_str().unwrap().to_owned(),
-    }
+    signed_in(client, url, &r).await
 }

@@ -312,3 +312,12 @@ pub async fn output_async_within(command: Command, limit: Duration) -> Output {
         .unwrap_or_else(|_| panic!("{command:?} did not finish within {limit:?}"))
         .unwrap()
 }
+
+/// A loopback port nothing listens on now, for a child process to listen on.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

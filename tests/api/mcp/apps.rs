@@ -13,6 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::error_code;
 use crate::helpers::{TestApp, scene, spawn_app};
 use crate::mcp::elicitation::{actors, audited, form_app, opted_in};
 
@@ -68,14 +69,6 @@ pub(crate) async fn call(host: &Host, tool: &str, arguments: Value) -> Value {
     let result = call_raw(host, tool, arguments).await;
     assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
     result.structured_content.expect("structured content")
-}
-
-/// The stable code of a tool error.
-fn refused(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    let text = &result.content[0].as_text().unwrap().text;
-    let body: Value = serde_json::from_str(text).unwrap();
-    body["error"]["code"].as_str().unwrap().to_owned()
 }
 
 async fn tools(host: &Host) -> Vec<Value> {
@@ -237,12 +230,12 @@ async fn the_app_answers_a_ranking_as_the_agents_client() {
         json!({ "widget_id": id, "fields": [["position.7", "1"]] }),
     )
     .await;
-    assert_eq!(refused(&bad), "unknown_item");
+    assert_eq!(error_code(&bad), "unknown_item");
     let answer = json!({ "widget_id": id, "fields": [["position.2", "1"], ["freeform", ""]] });
     let done = call(&host, "app_widget_answer", answer.clone()).await;
     assert_eq!(done["status"], "submitted", "{done}");
     let again = call_raw(&host, "app_widget_answer", answer).await;
-    assert_eq!(refused(&again), "widget_not_pending", "one winner");
+    assert_eq!(error_code(&again), "widget_not_pending", "one winner");
 
     let status = call(&host, "get_widget_status", json!({ "widget_id": id })).await;
     assert_eq!(status["status"], "submitted", "{status}");
@@ -305,7 +298,7 @@ async fn env_vars_and_approvals_are_never_answered_in_the_app() {
             json!({ "widget_id": id, "fields": fields }),
         )
         .await;
-        assert_eq!(refused(&tried), "not_answerable_here", "{tool}");
+        assert_eq!(error_code(&tried), "not_answerable_here", "{tool}");
         let status = call(&host, "get_widget_status", json!({ "widget_id": id })).await;
         assert_eq!(status["status"], "pending", "{tool}");
     }
@@ -331,7 +324,7 @@ async fn no_answer_in_the_app_without_the_opt_in() {
             json!({ "widget_id": id, "fields": [["answer.0", "Yes"]] }),
         )
         .await;
-        assert_eq!(refused(&tried), "in_client_answers_off");
+        assert_eq!(error_code(&tried), "in_client_answers_off");
         let status = call(&host, "get_widget_status", json!({ "widget_id": id })).await;
         assert_eq!(status["status"], "pending");
         host.cancel().await.unwrap();
@@ -349,14 +342,14 @@ async fn the_app_sees_only_its_own_sessions_widgets() {
     let made = call(&alice_host, "ask", json!({ "question": "Deploy now?" })).await;
     let id = made["widget_id"].as_str().unwrap();
     let seen = call_raw(&bob_host, "app_widget_view", json!({ "widget_id": id })).await;
-    assert_eq!(refused(&seen), "not_found");
+    assert_eq!(error_code(&seen), "not_found");
     let tried = call_raw(
         &bob_host,
         "app_widget_answer",
         json!({ "widget_id": id, "fields": [["answer.0", "Yes"]] }),
     )
     .await;
-    assert_eq!(refused(&tried), "not_found");
+    assert_eq!(error_code(&tried), "not_found");
     let status = call(&alice_host, "get_widget_status", json!({ "widget_id": id })).await;
     assert_eq!(status["status"], "pending");
 }

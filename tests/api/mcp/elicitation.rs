@@ -19,28 +19,9 @@ use tokio::sync::{Mutex, mpsc};
 use widgetd_domain::auth::Role;
 
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::share;
+use crate::helpers::widget_status;
 use crate::helpers::{Scene, TestApp, canary, scene, spawn_app, spawn_app_with};
-
-async fn share(app: &TestApp, host: &str, session: &str, body: Value) {
-    let r = app
-        .client
-        .put(format!("{}/api/v1/sessions/{session}/sharing", app.url))
-        .bearer_auth(host)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-}
-
-pub(crate) async fn widget_status(app: &TestApp, token: &str, id: &str) -> String {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json::<Value>().await.unwrap()["status"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 /// Fills the login form the page redirected to and sends it.
 async fn log_in_here(chrome: &Chrome, user: &str) {

@@ -1,65 +1,11 @@
 //! The MCP endpoint, driven by rmcp's own client over Streamable HTTP.
 
 use reqwest::StatusCode;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{ClientInitializeError, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::{call, connect, error_code, error_text, structured};
 use crate::helpers::{TestApp, assert_error, scene, spawn_app};
-
-pub(crate) type McpClient = RunningService<RoleClient, ()>;
-
-/// Connects as the holder of `token` (sent as `Bearer <token>`), if any.
-pub(crate) async fn connect(
-    app: &TestApp,
-    token: Option<&str>,
-) -> Result<McpClient, ClientInitializeError> {
-    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url));
-    if let Some(token) = token {
-        config = config.auth_header(token);
-    }
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-}
-
-pub(crate) async fn call(
-    client: &McpClient,
-    tool: &'static str,
-    arguments: Value,
-) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("tool arguments are a JSON object");
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
-        .await
-        .unwrap()
-}
-
-/// The structured content of a successful call.
-pub(crate) fn structured(result: CallToolResult) -> Value {
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    result.structured_content.expect("structured content")
-}
-
-/// The text of a tool error.
-pub(crate) fn error_text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    result.content[0]
-        .as_text()
-        .expect("a text block")
-        .text
-        .clone()
-}
-
-/// The stable code in a tool error's `{"error":{"code","message"}}` text.
-pub(crate) fn error_code(result: &CallToolResult) -> String {
-    let body: Value = serde_json::from_str(&error_text(result)).unwrap();
-    body["error"]["code"].as_str().unwrap().to_owned()
-}
 
 /// An `initialize` POST as any MCP client sends it, with extra headers.
 async fn raw_initialize(

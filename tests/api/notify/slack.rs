@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 use widgetd_notify::slack::verify::sign;
 
+use crate::helpers::new_widget;
 use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app_with};
 
 pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -212,19 +213,6 @@ async fn error_code(r: Response) -> String {
         .to_owned()
 }
 
-async fn widget(app: &TestApp, agent: &str, session: &str, route: &str, body: Value) -> String {
-    let r = app
-        .post_json(
-            &format!("/api/v1/sessions/{session}/widgets/{route}"),
-            agent,
-            &body,
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
 async fn status_of(app: &TestApp, host: &str, widget: &str) -> Value {
     app.get(&format!("/api/v1/widgets/{widget}"), host)
         .await
@@ -270,12 +258,12 @@ async fn a_signed_click_of_a_linked_person_answers_once_and_nothing_else_does() 
     link(&app, "alice", "UALICE").await;
     link(&app, "carol", "UCAROL").await;
 
-    let id = widget(
+    let id = new_widget(
         &app,
         &agent,
         &session,
         "ask",
-        json!({ "question": "Deploy <prod> & tell?" }),
+        &json!({ "question": "Deploy <prod> & tell?" }),
     )
     .await;
     let posted = slack
@@ -403,12 +391,12 @@ async fn an_approval_shows_its_exact_command_and_ends_in_slack_when_answered_in_
     } = scene(&app, "alice").await;
     link(&app, "alice", "UALICE").await;
     let command = "rm -rf build && echo \"<b>\" > out";
-    let id = widget(
+    let id = new_widget(
         &app,
         &agent,
         &session,
         "approval",
-        json!({ "tool": "Bash", "input": { "command": command } }),
+        &json!({ "tool": "Bash", "input": { "command": command } }),
     )
     .await;
     let posted = slack.wait_for("chat.postMessage", |_| true).await;
@@ -581,10 +569,24 @@ async fn a_person_linked_after_a_widget_was_asked_gets_the_next_one_in_slack() {
     let messages =
         |widget: &str| format!("SELECT count(*) FROM slack_messages WHERE widget_id = '{widget}'");
     // Nobody is linked yet: the daemon notes that there is no one to tell.
-    let before = widget(&app, &agent, &session, "ask", json!({ "question": "One?" })).await;
+    let before = new_widget(
+        &app,
+        &agent,
+        &session,
+        "ask",
+        &json!({ "question": "One?" }),
+    )
+    .await;
     assert_eq!(app.count(&messages(&before)).await, 0);
     // The link moves the auth epoch, so that note is not trusted after it.
     link(&app, "alice", "UALICE").await;
-    let after = widget(&app, &agent, &session, "ask", json!({ "question": "Two?" })).await;
+    let after = new_widget(
+        &app,
+        &agent,
+        &session,
+        "ask",
+        &json!({ "question": "Two?" }),
+    )
+    .await;
     assert_eq!(app.count(&messages(&after)).await, 1);
 }

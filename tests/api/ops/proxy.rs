@@ -15,6 +15,7 @@ use serde_json::json;
 use widgetd::forwarded::IpRange;
 use widgetd_domain::auth::Role;
 
+use crate::helpers::free_port;
 use crate::helpers::{PASSWORD, spawn_app_with, test_dir};
 
 /// The name the certificate is made for; the client resolves it to loopback.
@@ -36,14 +37,6 @@ fn nginx() -> Option<PathBuf> {
         );
     }
     found
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn run(command: &mut Command) {

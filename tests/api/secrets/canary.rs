@@ -8,9 +8,9 @@ use std::process::Command;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use reqwest::Client;
 use serde_json::{Value, json};
 
+use crate::helpers::{Browser, login_at};
 use crate::helpers::{COMMAND_LIMIT, OutputWithin, STOP_LIMIT};
 use crate::helpers::{Daemon, PASSWORD, canary, client, stderr, stdout, widgetd};
 
@@ -60,12 +60,6 @@ fn stored_data(dir: &Path) -> Vec<u8> {
         Some(url) => crate::helpers::backend::dump_rows(&url),
         None => read_if_exists(&dir.join("widgetd.db")),
     }
-}
-
-/// Logs in through the form; returns the cookie and the form token.
-async fn login(client: &Client, url: &str, user: &str) -> (String, String) {
-    let browser = crate::helpers::login_at(client, url, user).await;
-    (browser.cookie, browser.csrf)
 }
 
 #[tokio::test]
@@ -123,7 +117,7 @@ async fn a_canary_reaches_only_the_executor_path() {
     agent_side.extend_from_slice(&widget);
     let widget: Value = serde_json::from_slice(&widget).unwrap();
     let widget_id = widget["widget_id"].as_str().unwrap();
-    let (cookie, csrf) = login(&client, &url, "admin").await;
+    let Browser { cookie, csrf } = login_at(&client, &url, "admin").await;
     let r = client
         .post(format!("{url}/widgets/{widget_id}/submit"))
         .header("cookie", &cookie)
@@ -170,7 +164,10 @@ async fn a_canary_reaches_only_the_executor_path() {
         .json()
         .await
         .unwrap();
-    let (bob_cookie, bob_csrf) = login(&client, &url, "bob").await;
+    let Browser {
+        cookie: bob_cookie,
+        csrf: bob_csrf,
+    } = login_at(&client, &url, "bob").await;
     let r = client
         .post(format!(
             "{url}/widgets/{}/submit",
@@ -627,7 +624,7 @@ async fn a_pending_widget_survives_a_killed_daemon() {
         .await
         .unwrap();
     assert_eq!(state["status"], "pending");
-    let (cookie, csrf) = login(&client, &url, "admin").await;
+    let Browser { cookie, csrf } = login_at(&client, &url, "admin").await;
     let r = client
         .post(format!("{url}/widgets/{widget_id}/submit"))
         .header("cookie", &cookie)

@@ -284,7 +284,7 @@ async fn a_session_created_in_the_browser_survives_a_reload_once() {
     let app = spawn_app().await;
     app.user("alice", Role::Member).await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .css("#title")
         .await

@@ -6,20 +6,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
-
-async fn share(app: &TestApp, host: &str, session: &str, body: Value) -> Value {
-    let r = app
-        .client
-        .put(format!("{}/api/v1/sessions/{session}/sharing", app.url))
-        .bearer_auth(host)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
+use crate::helpers::share;
+use crate::helpers::{assert_error, canary, scene, spawn_app};
 
 #[tokio::test]
 async fn a_prompt_user_answers_into_the_creators_store_and_a_view_user_cannot() {

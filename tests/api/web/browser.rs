@@ -6,6 +6,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::widget_status;
 use crate::helpers::{
     Browser, PASSWORD, Scene, TestApp, assert_error, canary, scene, session_cookie, spawn_app,
     spawn_app_with,
@@ -16,15 +17,6 @@ const DISCLAIMER: &str = "Type values here, never paste them into chat.";
 /// The transcript page of `session`.
 fn transcript(app: &TestApp, session: &str) -> String {
     format!("{}/sessions/{session}", app.url)
-}
-
-async fn widget_status(app: &TestApp, token: &str, id: &str) -> String {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json::<Value>().await.unwrap()["status"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 async fn created_widget(r: Response) -> String {
@@ -43,7 +35,7 @@ async fn a_person_answers_a_widget_in_the_browser() {
         agent,
     } = scene(&app, "alice").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     assert_eq!(chrome.current_url().await.unwrap().path(), "/");
     chrome.open(&transcript(&app, &session)).await;
     chrome.wait_css("#transcript").await;
@@ -246,7 +238,7 @@ async fn a_second_tab_sees_the_resolution_live() {
         .await;
     // Two browsers, each with its own profile and login.
     let (a, b) = tokio::join!(Chrome::launch(), Chrome::launch());
-    tokio::join!(a.login(&app.url, "alice"), b.login(&app.url, "alice"));
+    tokio::join!(a.sign_in(&app.url, "alice"), b.sign_in(&app.url, "alice"));
     let card = format!("#w-{id}");
     for tab in [&a, &b] {
         tab.open(&transcript(&app, &session)).await;
@@ -411,7 +403,7 @@ async fn an_xss_corpus_is_inert() {
     }
 
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript(&app, &session)).await;
     chrome.wait_css("#transcript").await;
     assert_eq!(
@@ -1084,7 +1076,7 @@ async fn a_key_typed_into_a_multiline_field_keeps_its_line_ends() {
     )
     .await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript(&app, &session)).await;
     let card = format!("#w-{id}");
     let field = format!("{card} textarea[name=\"value.DEPLOY_KEY\"]");
@@ -1115,7 +1107,7 @@ async fn the_tab_title_counts_waiting_requests() {
     let app = spawn_app().await;
     let Scene { session, agent, .. } = scene(&app, "alice").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript(&app, &session)).await;
     chrome.wait_css("#transcript").await;
     let title = || async { chrome.js("return document.title;").await };
@@ -1152,7 +1144,7 @@ async fn a_form_being_sent_shows_a_busy_button_and_is_not_sent_twice() {
     )
     .await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript(&app, &session)).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&card).await;

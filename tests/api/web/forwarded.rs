@@ -8,18 +8,6 @@ use widgetd_domain::auth::Role;
 
 use crate::helpers::{PASSWORD, TestApp, spawn_app, spawn_app_with};
 
-async fn login(app: &TestApp, forwarded: (&str, &str), name: &str, password: &str) -> StatusCode {
-    app.client
-        .post(format!("{}/login", app.url))
-        .header("origin", &app.url)
-        .header(forwarded.0, forwarded.1)
-        .form(&[("username", name), ("password", password)])
-        .send()
-        .await
-        .unwrap()
-        .status()
-}
-
 async fn failure_addresses(app: &TestApp) -> Vec<Option<String>> {
     let mut conn = app.state.db.read.acquire().await.unwrap();
     sqlx::query_scalar("SELECT client_addr FROM audit_log WHERE action = 'login.failure'")
@@ -35,7 +23,14 @@ async fn exhaust(app: &TestApp, forwarded: impl Fn(usize) -> (&'static str, Stri
     for n in 0..200 {
         let (header, value) = forwarded(n);
         let name = format!("nobody{n}");
-        let status = login(app, (header, &value), &name, "wrong password").await;
+        let status = app
+            .post_login(
+                &name,
+                "wrong password",
+                &[("origin", &app.url), (header, &value)],
+            )
+            .await
+            .status();
         if status == StatusCode::TOO_MANY_REQUESTS {
             assert!(
                 n >= widgetd_domain::limits::PER_ADDRESS.burst as usize,
@@ -56,13 +51,17 @@ async fn behind_a_trusted_proxy_each_person_has_their_own_bucket_and_address() {
     .await;
     app.user("bob", Role::Member).await;
     let failed = exhaust(&app, |_| ("x-forwarded-for", "198.51.100.1".to_owned())).await;
-    let bob = login(
-        &app,
-        ("forwarded", "for=198.51.100.2;proto=https"),
-        "bob",
-        PASSWORD,
-    )
-    .await;
+    let bob = app
+        .post_login(
+            "bob",
+            PASSWORD,
+            &[
+                ("origin", &app.url),
+                ("forwarded", "for=198.51.100.2;proto=https"),
+            ],
+        )
+        .await
+        .status();
     assert_eq!(
         bob,
         StatusCode::SEE_OTHER,
@@ -85,7 +84,14 @@ async fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
     // Each attempt claims another address: the daemon trusts no proxy, so
     // all of them count against the one real address.
     exhaust(&app, |n| ("x-forwarded-for", format!("198.51.100.{n}"))).await;
-    let bob = login(&app, ("x-forwarded-for", "192.0.2.77"), "bob", PASSWORD).await;
+    let bob = app
+        .post_login(
+            "bob",
+            PASSWORD,
+            &[("origin", &app.url), ("x-forwarded-for", "192.0.2.77")],
+        )
+        .await
+        .status();
     assert_eq!(bob, StatusCode::TOO_MANY_REQUESTS);
     let addresses = failure_addresses(&app).await;
     assert!(

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
 use crate::helpers::chrome::Chrome;
+use crate::helpers::new_widget;
 use crate::helpers::{Browser, TestApp, spawn_app};
 
 /// A daemon with something on every page: a transcript holding each widget
@@ -20,13 +21,6 @@ pub struct Tour {
     pub pages: Vec<(&'static str, String)>,
 }
 
-async fn created(r: reqwest::Response) -> String {
-    let status = r.status();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
 async fn said(app: &TestApp, agent: &str, session: &str, text: &str) {
     let r = app
         .post_json(
@@ -36,18 +30,6 @@ async fn said(app: &TestApp, agent: &str, session: &str, text: &str) {
         )
         .await;
     assert_eq!(r.status(), StatusCode::CREATED);
-}
-
-async fn widget(app: &TestApp, agent: &str, session: &str, kind: &str, body: Value) -> String {
-    created(
-        app.post_json(
-            &format!("/api/v1/sessions/{session}/widgets/{kind}"),
-            agent,
-            &body,
-        )
-        .await,
-    )
-    .await
 }
 
 async fn answered(app: &TestApp, browser: &Browser, id: &str, fields: &[(&str, &str)]) {
@@ -84,12 +66,12 @@ pub async fn tour() -> Tour {
         "I will set up the CRM sync. First I need a key.",
     )
     .await;
-    let env = widget(
+    let env = new_widget(
         a,
         &agent,
         s,
         "env-vars",
-        json!({ "names": ["HUBSPOT_API_KEY"], "reason": "To sync your CRM contacts." }),
+        &json!({ "names": ["HUBSPOT_API_KEY"], "reason": "To sync your CRM contacts." }),
     )
     .await;
     answered(
@@ -103,12 +85,12 @@ pub async fn tour() -> Tour {
     )
     .await;
     said(a, &agent, s, "Thanks, the key works.").await;
-    let ask = widget(
+    let ask = new_widget(
         a,
         &agent,
         s,
         "ask",
-        json!({ "items": [
+        &json!({ "items": [
         { "question": "Deploy now?", "label": "Deploy" },
         { "question": "Which environment?", "label": "Target", "widget": "select",
           "options": [{ "label": "Production, EU", "value": "prod-eu" }, "staging"] },
@@ -123,15 +105,15 @@ pub async fn tour() -> Tour {
         "options": [{ "label": "Postgres", "description": "A server", "preview_markdown": "Needs **DATABASE_URL**" },
                     { "label": "SQLite", "description": "One file" }],
     }] });
-    let q = widget(a, &agent, s, "ask-user", question.clone()).await;
+    let q = new_widget(a, &agent, s, "ask-user", &question.clone()).await;
     answered(a, b, &q, &[("answer.0", "SQLite")]).await;
     let approval = json!({ "tool": "Bash", "input": { "command": "git status --short" }, "reason": "See what changed." });
-    let ap = widget(a, &agent, s, "approval", approval).await;
+    let ap = new_widget(a, &agent, s, "approval", &approval).await;
     answered(a, b, &ap, &[("decision", "always")]).await;
     let clarify = json!({ "question": "Which region should the database live in?",
         "widget": { "type": "choice", "options": [
             { "label": "EU", "description": "Frankfurt" }, { "label": "US" }] } });
-    let c = widget(a, &agent, s, "clarification", clarify.clone()).await;
+    let c = new_widget(a, &agent, s, "clarification", &clarify.clone()).await;
     dismissed(a, b, &c).await;
     let r = app
         .post_form(
@@ -143,39 +125,39 @@ pub async fn tour() -> Tour {
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "the reply is sent");
     said(a, &agent, s, "Understood. A few more questions:").await;
     // Pending, one of each kind.
-    let waiting = widget(
+    let waiting = new_widget(
         a,
         &agent,
         s,
         "env-vars",
-        json!({ "names": ["DATABASE_URL", "TLS_KEY"], "reason": "To connect.",
+        &json!({ "names": ["DATABASE_URL", "TLS_KEY"], "reason": "To connect.",
         "variable_metadata": { "TLS_KEY": { "multiline": true } } }),
     )
     .await;
-    widget(a, &agent, s, "ask-user", question).await;
-    widget(a, &agent, s, "approval", json!({ "tool": "Bash", "input": { "command": "rm -rf build" }, "reason": "Clean the build." })).await;
-    widget(a, &agent, s, "clarification", clarify).await;
-    widget(a, &agent, s, "clarification", json!({ "question": "Who owns these services?",
+    new_widget(a, &agent, s, "ask-user", &question).await;
+    new_widget(a, &agent, s, "approval", &json!({ "tool": "Bash", "input": { "command": "rm -rf build" }, "reason": "Clean the build." })).await;
+    new_widget(a, &agent, s, "clarification", &clarify).await;
+    new_widget(a, &agent, s, "clarification", &json!({ "question": "Who owns these services?",
         "widget": { "type": "table", "columns": [
             { "key": "name", "label": "Service" },
             { "key": "owner", "label": "Owner", "editable": true },
             { "key": "on_call", "label": "On call", "editable": true, "type": "boolean" },
             { "key": "tier", "label": "Tier", "editable": true, "type": "select", "options": ["gold", "silver"] }],
           "rows": [{ "name": "api", "owner": "alice", "tier": "gold" }, { "name": "web", "on_call": true }] } })).await;
-    widget(a, &agent, s, "clarification", json!({ "question": "Which field does each column fill?",
+    new_widget(a, &agent, s, "clarification", &json!({ "question": "Which field does each column fill?",
         "widget": { "type": "mapping",
           "left": [{ "id": "email", "label": "E-mail address" }, { "id": "full_name", "label": "Full name" }],
           "right": [{ "id": "contact.email", "label": "Email" }, { "id": "contact.name", "label": "Name" }] } })).await;
-    widget(a, &agent, s, "clarification", json!({ "question": "What should we build first?",
+    new_widget(a, &agent, s, "clarification", &json!({ "question": "What should we build first?",
         "widget": { "type": "ranking", "items": [
             { "id": "sso", "label": "Single sign-on" },
             { "id": "csv", "label": "CSV export", "description": "asked for by three customers" }] } })).await;
-    widget(a, &agent, s, "clarification", json!({ "question": "Which tests stay in the quick run?",
+    new_widget(a, &agent, s, "clarification", &json!({ "question": "Which tests stay in the quick run?",
         "widget": { "type": "curation", "items": [
             { "id": "auth", "label": "tests/auth.rs", "metadata": { "suite": "unit", "size": 12 } },
             { "id": "billing", "label": "tests/billing.rs", "metadata": { "suite": "integration", "size": 340 } }],
           "columns": ["size"], "group_by": "suite", "default_state": "all_selected", "searchable": true } })).await;
-    widget(a, &agent, s, "clarification", json!({ "question": "How should the docs be organised?",
+    new_widget(a, &agent, s, "clarification", &json!({ "question": "How should the docs be organised?",
         "widget": { "type": "tree", "nodes": [
             { "id": "guide", "label": "Guide" },
             { "id": "install", "label": "Install", "parent_id": "guide" },
@@ -258,7 +240,7 @@ async fn times_read_as_people_say_them_in_their_own_time_zone() {
 
     // Without JavaScript: a readable UTC time, never raw ISO.
     let plain = Chrome::launch_without_javascript().await;
-    plain.login(url, "alice").await;
+    plain.sign_in(url, "alice").await;
     for (name, path) in &tour.pages {
         plain.open(&format!("{url}{path}")).await;
         let text = visible_text(&plain).await;
@@ -282,7 +264,7 @@ async fn times_read_as_people_say_them_in_their_own_time_zone() {
             json!({ "timezoneId": "Asia/Tokyo" }),
         )
         .await;
-    chrome.login(url, "alice").await;
+    chrome.sign_in(url, "alice").await;
     let mut seen = 0;
     for (name, path) in &tour.pages {
         chrome.open(&format!("{url}{path}")).await;
@@ -340,7 +322,7 @@ async fn icons_dark_mode_and_a_phone_sized_screen() {
     chrome.screenshot_as("login-1280.png").await;
     chrome.viewport(390, 844, true).await;
     chrome.screenshot_as("login-390.png").await;
-    chrome.login(url, "alice").await;
+    chrome.sign_in(url, "alice").await;
 
     for (name, path) in &tour.pages {
         chrome.open(&format!("{url}{path}")).await;
@@ -548,7 +530,7 @@ async fn the_session_list_updates_live_and_a_reload_creates_nothing() {
     let host = app.token(&alice, "sessions").await;
     let (first, _) = titled_session(&app, &host, "First").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&format!("{}/", app.url)).await;
     chrome.mark_document().await;
 
@@ -599,7 +581,7 @@ async fn the_session_list_updates_live_and_a_reload_creates_nothing() {
 async fn the_transcript_reads_as_a_conversation() {
     let tour = tour().await;
     let chrome = Chrome::launch().await;
-    chrome.login(&tour.app.url, "alice").await;
+    chrome.sign_in(&tour.app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", tour.app.url, tour.session))
         .await;
@@ -775,7 +757,7 @@ async fn every_page_passes_an_accessibility_audit() {
     let mut audits = 0;
     for (n, (name, path)) in pages.iter().enumerate() {
         if n == 1 {
-            chrome.login(url, "alice").await;
+            chrome.sign_in(url, "alice").await;
         }
         for (scheme, width) in [("light", 1280), ("dark", 1280), ("light", 390)] {
             chrome.color_scheme(scheme).await;

@@ -225,8 +225,8 @@ async fn a_reply_typed_in_the_browser_reaches_the_agent_and_a_second_tab() {
     let url = format!("{}/sessions/{}", app.url, s.session);
     let (writer, watcher) = tokio::join!(Chrome::launch(), Chrome::launch());
     tokio::join!(
-        writer.login(&app.url, "alice"),
-        watcher.login(&app.url, "alice")
+        writer.sign_in(&app.url, "alice"),
+        watcher.sign_in(&app.url, "alice")
     );
     writer.open(&url).await;
     watcher.open(&url).await;

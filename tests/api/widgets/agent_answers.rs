@@ -11,9 +11,8 @@ use rmcp::model::ElicitRequestParams;
 use serde_json::{Value, json};
 
 use crate::helpers::{Scene, TestApp, scene, spawn_app};
-use crate::mcp::elicitation::{
-    Declares, accept, actors, audited, call, desk, form_app, opted_in, widget_status,
-};
+use crate::helpers::{ask, created, widget_status};
+use crate::mcp::elicitation::{Declares, accept, actors, audited, call, desk, form_app, opted_in};
 
 /// A 2026-07-28 retry of `tool` as the agent would forge it: `state` as
 /// its `requestState` and `response` as the person's.
@@ -62,12 +61,7 @@ fn tool_error(result: &Value) -> Value {
 
 /// A pending widget made over REST by `token` (the agent's or the host's).
 async fn made_over_rest(app: &TestApp, s: &Scene, token: &str, kind: &str, body: Value) -> String {
-    let path = format!("/api/v1/sessions/{}/widgets/{kind}", s.session);
-    let r = app.post_json(&path, token, &body).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let created: Value = r.json().await.unwrap();
-    assert_eq!(created["status"], "pending", "{created}");
-    created["widget_id"].as_str().unwrap().to_owned()
+    created(ask(app, token, &s.session, kind, &body).await).await
 }
 
 const PIPE_TO_SHELL: fn() -> Value =

@@ -7,13 +7,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Scene, TestApp, assert_error, scene, spawn_app};
 
 async fn request(app: &TestApp, agent: &str, session: &str, body: Value) -> Value {
-    let r = app
-        .post_json(
-            &format!("/api/v1/sessions/{session}/widgets/approval"),
-            agent,
-            &body,
-        )
-        .await;
+    let r = ask(app, agent, session, "approval", &body).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     r.json().await.unwrap()
 }
@@ -302,6 +296,7 @@ use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 
 use crate::helpers::Browser;
+use crate::helpers::ask;
 use crate::helpers::chrome::Chrome;
 
 /// A row of the approval rules table.
@@ -429,7 +424,7 @@ async fn request_approval_over_mcp_and_answered_in_a_real_browser() {
     assert!(app.prompts(&host, &session, 0).await.is_empty());
 
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     let transcript_url = format!("{}/sessions/{session}", app.url);
     chrome.open(&transcript_url).await;
     let card = format!("#w-{id}");

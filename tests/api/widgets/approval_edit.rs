@@ -10,41 +10,17 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
 use crate::helpers::chrome::Chrome;
-use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app, spawn_postgres_app};
-use crate::mcp::endpoint::{call, connect, error_code, structured};
-use crate::widgets::ask::texts;
-
-async fn request(app: &TestApp, agent: &str, session: &str, body: &Value) -> reqwest::Response {
-    app.post_json(
-        &format!("/api/v1/sessions/{session}/widgets/approval"),
-        agent,
-        body,
-    )
-    .await
-}
+use crate::helpers::chrome::texts;
+use crate::helpers::mcp::{call, connect, error_code, structured};
+use crate::helpers::{Scene, TestApp, scene, spawn_app, spawn_postgres_app};
+use crate::helpers::{ask, prompt_texts, submit_form, widget};
 
 async fn pending(app: &TestApp, agent: &str, session: &str, body: &Value) -> String {
-    let r = request(app, agent, session, body).await;
+    let r = ask(app, agent, session, "approval", body).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["status"], "pending", "{body}");
     body["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
-async fn answer(
-    app: &TestApp,
-    who: &Browser,
-    id: &str,
-    fields: &[(&str, &str)],
-) -> reqwest::Response {
-    app.post_form(who, &format!("/widgets/{id}/submit"), fields)
-        .await
 }
 
 async fn code_of(r: reqwest::Response) -> (StatusCode, String) {
@@ -57,14 +33,6 @@ async fn code_of(r: reqwest::Response) -> (StatusCode, String) {
             .unwrap_or_default()
             .to_owned(),
     )
-}
-
-async fn prompt_texts(app: &TestApp, host: &str, session: &str) -> Vec<String> {
-    app.prompts(host, session, 0)
-        .await
-        .iter()
-        .map(|p| p["text"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 async fn audit_details(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
@@ -101,7 +69,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
         "no edit box without allow_edit"
     );
     let edited = r#"{"command": "rm -rf build/tmp", "timeout": 5}"#;
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -121,7 +89,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
         (StatusCode::UNPROCESSABLE_ENTITY, "edit_not_allowed".into())
     );
     // The same input sent back unchanged is no edit.
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -169,7 +137,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
         assert!(body.contains(code) && !body.contains("CANARY"), "{body}");
     }
     assert_eq!(widget(&app, &agent, &id).await["status"], "pending");
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -218,7 +186,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
 
     // A denial keeps its reason as before (and as a comment).
     let id = pending(&app, &agent, &session, &rm_build(true)).await;
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -261,7 +229,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
     let body = json!({ "tool": "deploy", "input": { "env": "prod" }, "allow_edit": true, "wait_seconds": 30 });
     let person = async {
         let id = wait_pending_approval(&app, &session).await;
-        let r = answer(
+        let r = submit_form(
             &app,
             &alice,
             &id,
@@ -326,7 +294,7 @@ async fn a_hook_gets_the_edited_input_as_updated_input_and_the_comment() {
             if edit {
                 fields.push(("edited_input", edited));
             }
-            let r = answer(&app, &alice, &id, &fields).await;
+            let r = submit_form(&app, &alice, &id, &fields).await;
             assert_eq!(r.status(), StatusCode::SEE_OTHER);
         };
         let (response, ()) = tokio::join!(hook, person);
@@ -378,7 +346,7 @@ async fn always_scopes_on(app: TestApp) {
     let alice = app.login("alice").await;
     let ls = json!({ "tool": "Bash", "input": { "command": "ls -la" } });
     let id = pending(&app, &agent, &session, &ls).await;
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -395,7 +363,7 @@ async fn always_scopes_on(app: TestApp) {
         ]
     );
     // This session: at once. Another session of alice's: asks again.
-    let again: Value = request(&app, &agent, &session, &ls)
+    let again: Value = ask(&app, &agent, &session, "approval", &ls)
         .await
         .json()
         .await
@@ -413,7 +381,7 @@ async fn always_scopes_on(app: TestApp) {
     assert!(page.contains("Always approved (this session only) by alice"));
 
     // All sessions: the other session's request is covered too.
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &elsewhere,
@@ -422,7 +390,7 @@ async fn always_scopes_on(app: TestApp) {
     .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let (third, third_agent) = app.session(&host).await;
-    let covered: Value = request(&app, &third_agent, &third, &ls)
+    let covered: Value = ask(&app, &third_agent, &third, "approval", &ls)
         .await
         .json()
         .await
@@ -430,7 +398,7 @@ async fn always_scopes_on(app: TestApp) {
     assert_eq!(covered["status"], "already_present", "{covered}");
     let page = app.page(&alice, "/settings/approvals").await;
     assert!(page.contains("all my sessions"), "{page}");
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &pending(&app, &agent, &session, &json!({ "tool": "x", "input": {} })).await,
@@ -454,7 +422,7 @@ async fn several_approvers_on(app: TestApp) {
     app.user("bob", Role::Member).await;
     app.user("carol", Role::Member).await;
     let deploy = json!({ "tool": "deploy", "input": { "env": "prod" }, "approvers": 2 });
-    let r = request(&app, &agent, &session, &deploy).await;
+    let r = ask(&app, &agent, &session, "approval", &deploy).await;
     assert_eq!(
         code_of(r).await,
         (
@@ -462,10 +430,11 @@ async fn several_approvers_on(app: TestApp) {
             "too_many_approvers".into()
         )
     );
-    let r = request(
+    let r = ask(
         &app,
         &agent,
         &session,
+        "approval",
         &json!({ "tool": "deploy", "input": {}, "approvers": 9 }),
     )
     .await;
@@ -486,13 +455,13 @@ async fn several_approvers_on(app: TestApp) {
 
     let id = pending(&app, &agent, &session, &deploy).await;
     let (alice, bob) = (app.login("alice").await, app.login("bob").await);
-    let r = answer(&app, &alice, &id, &[("decision", "always")]).await;
+    let r = submit_form(&app, &alice, &id, &[("decision", "always")]).await;
     assert_eq!(
         r.status(),
         StatusCode::UNPROCESSABLE_ENTITY,
         "always needs one approver"
     );
-    let r = answer(&app, &alice, &id, &[("decision", "once")]).await;
+    let r = submit_form(&app, &alice, &id, &[("decision", "once")]).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let half = widget(&app, &agent, &id).await;
     assert_eq!(half["status"], "pending", "{half}");
@@ -516,7 +485,7 @@ async fn several_approvers_on(app: TestApp) {
         code_of(r).await,
         (StatusCode::UNPROCESSABLE_ENTITY, "already_approved".into())
     );
-    let r = answer(
+    let r = submit_form(
         &app,
         &bob,
         &id,
@@ -553,11 +522,11 @@ async fn several_approvers_on(app: TestApp) {
     // The first denial ends it at once; a viewer cannot vote.
     let id = pending(&app, &agent, &session, &deploy).await;
     let carol = app.login("carol").await;
-    let r = answer(&app, &carol, &id, &[("decision", "once")]).await;
+    let r = submit_form(&app, &carol, &id, &[("decision", "once")]).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    let r = answer(&app, &bob, &id, &[("decision", "once")]).await;
+    let r = submit_form(&app, &bob, &id, &[("decision", "once")]).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    let r = answer(
+    let r = submit_form(
         &app,
         &alice,
         &id,
@@ -585,7 +554,7 @@ async fn edit_and_scope_in_chromium() {
         agent,
     } = scene(&app, "alice").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{session}", app.url))
         .await;

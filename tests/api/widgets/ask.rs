@@ -7,48 +7,17 @@ use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
 use reqwest::{Response, StatusCode};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::{call, connect, error_code};
 use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
+use crate::helpers::{ask, created_alone, prompt_of, prompt_texts, submit_json, widget};
 
 const ANSWERED: &str =
     r#"[Agor] User answered: {"Regions?":["EU","APAC"],"Which database?":"SQLite"}"#;
-
-type McpClient = RunningService<RoleClient, ()>;
-
-/// An rmcp client connected with the agent token `token`.
-async fn connect(app: &TestApp, token: &str) -> McpClient {
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.url))
-        .auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("the agent connects")
-}
-
-async fn call(client: &McpClient, tool: &'static str, arguments: Value) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("tool arguments are a JSON object");
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
-        .await
-        .unwrap()
-}
-
-/// The stable code in a tool error's `{"error":{"code","message"}}` text.
-fn tool_error_code(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    let text = &result.content[0].as_text().expect("a text block").text;
-    let body: Value = serde_json::from_str(text).unwrap();
-    body["error"]["code"].as_str().unwrap().to_owned()
-}
 
 /// The two questions most tests ask: a single-select with descriptions and
 /// previews, and a multi-select.
@@ -97,42 +66,6 @@ async fn ask_user(app: &TestApp, agent: &str, session: &str, body: &Value) -> Re
     .await
 }
 
-async fn ask(app: &TestApp, agent: &str, session: &str, body: &Value) -> Response {
-    app.post_json(
-        &format!("/api/v1/sessions/{session}/widgets/ask"),
-        agent,
-        body,
-    )
-    .await
-}
-
-/// The id of a question just created (201, pending, nothing else).
-async fn created(r: Response) -> String {
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
-/// An answer posted as JSON (`X-CSRF-Token`), with the form's field names.
-async fn submit_json(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
-    app.client
-        .post(format!("{}/widgets/{id}/submit", app.url))
-        .header("cookie", &browser.cookie)
-        .header("x-csrf-token", &browser.csrf)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 /// The transcript page as `browser` sees it.
 async fn transcript_html(app: &TestApp, browser: &Browser, session: &str) -> String {
     let r = app
@@ -153,23 +86,6 @@ fn card<'a>(page: &'a str, id: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no card for {id} in {page}"));
     let end = page[start..].find("</section>").unwrap() + start;
     &page[start..end]
-}
-
-/// The undelivered prompt texts of `session`.
-async fn prompt_texts(app: &TestApp, host: &str, session: &str) -> Vec<String> {
-    app.prompts(host, session, 0)
-        .await
-        .iter()
-        .map(|p| p["text"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The one prompt of widget `id`, however many the session has.
-async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String {
-    let prompts = app.prompts(host, session, 0).await;
-    let mine: Vec<&Value> = prompts.iter().filter(|p| p["widget_id"] == id).collect();
-    assert_eq!(mine.len(), 1, "{prompts:?}");
-    mine[0]["text"].as_str().unwrap().to_owned()
 }
 
 /// Waits until the (only) widget row exists; returns its id.
@@ -212,7 +128,9 @@ async fn ask_user_over_mcp_then_answered_in_a_form() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let client = connect(&app, &agent).await;
+    let client = connect(&app, Some(&agent))
+        .await
+        .expect("the agent connects");
 
     let result = call(&client, "ask_user", two_questions()).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
@@ -331,7 +249,7 @@ async fn a_typed_other_answer_is_returned_as_typed() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     let browser = app.login("alice").await;
     let typed = "  DuckDB — \"embedded\", please\t ";
 
@@ -366,11 +284,12 @@ async fn simple_widgets_answer_shapes() {
     let browser = app.login("alice").await;
 
     // No `widget`: a confirm, Yes / No as buttons named `answer.0`.
-    let confirm = created(
+    let confirm = created_alone(
         ask(
             &app,
             &agent,
             &session,
+            "ask",
             &json!({ "question": "Deploy now?" }),
         )
         .await,
@@ -382,25 +301,11 @@ async fn simple_widgets_answer_shapes() {
         params["questions"][0]["options"],
         json!([{ "label": "Yes" }, { "label": "No" }])
     );
-    let checkbox = created(
-        ask(
-            &app,
-            &agent,
-            &session,
-            &json!({ "question": "Which files?", "widget": "checkbox", "options": ["a", "b", "c"] }),
-        )
-        .await,
-    )
+    let checkbox = created_alone(ask(&app, &agent, &session, "ask", &json!({ "question": "Which files?", "widget": "checkbox", "options": ["a", "b", "c"] }))
+        .await)
     .await;
-    let select = created(
-        ask(
-            &app,
-            &agent,
-            &session,
-            &json!({ "question": "Which one?", "widget": "select", "options": ["a", "b", "c"], "default": "b" }),
-        )
-        .await,
-    )
+    let select = created_alone(ask(&app, &agent, &session, "ask", &json!({ "question": "Which one?", "widget": "select", "options": ["a", "b", "c"], "default": "b" }))
+        .await)
     .await;
 
     let page = transcript_html(&app, &browser, &session).await;
@@ -566,13 +471,15 @@ async fn wait_seconds_returns_the_answer_or_pending() {
     let r = ask_user(&app, &agent, &session, &two_questions_waiting(301)).await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "wait_too_long", None).await;
     let simple = json!({ "question": "Deploy now?", "wait_seconds": 301 });
-    let r = ask(&app, &agent, &session, &simple).await;
+    let r = ask(&app, &agent, &session, "ask", &simple).await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "wait_too_long", None).await;
-    let client = connect(&app, &agent).await;
+    let client = connect(&app, Some(&agent))
+        .await
+        .expect("the agent connects");
     let result = call(&client, "ask_user", two_questions_waiting(301)).await;
-    assert_eq!(tool_error_code(&result), "wait_too_long");
+    assert_eq!(error_code(&result), "wait_too_long");
     let result = call(&client, "ask", simple).await;
-    assert_eq!(tool_error_code(&result), "wait_too_long");
+    assert_eq!(error_code(&result), "wait_too_long");
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
 }
 
@@ -645,7 +552,7 @@ async fn question_validation_has_stable_codes() {
         ),
     ];
     for (body, code) in ask_cases {
-        let r = ask(&app, &agent, &session, &body).await;
+        let r = ask(&app, &agent, &session, "ask", &body).await;
         assert_eq!(
             r.status(),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -657,7 +564,7 @@ async fn question_validation_has_stable_codes() {
     assert_eq!(app.count("SELECT count(*) FROM prompts").await, 0);
 
     // Answers are checked too; a refused answer leaves the question open.
-    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     let browser = app.login("alice").await;
     let answer_cases = [
         (json!({ "answer.0": "SQLite" }), "answer_required"),
@@ -691,15 +598,6 @@ async fn question_validation_has_stable_codes() {
     assert!(app.prompts(&host, &session, 0).await.is_empty());
 }
 
-/// `textContent` of every element matching `css`.
-pub(crate) async fn texts(chrome: &Chrome, css: &str) -> Value {
-    chrome
-        .js(&format!(
-            "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"
-        ))
-        .await
-}
-
 /// Whether the element `css` is disabled (its DOM property).
 async fn disabled(chrome: &Chrome, css: &str) -> Value {
     chrome
@@ -721,7 +619,7 @@ async fn questions_in_a_real_browser() {
         agent,
     } = scene(&app, "alice").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{session}", app.url))
         .await;
@@ -729,7 +627,7 @@ async fn questions_in_a_real_browser() {
     chrome.mark_document().await;
 
     // The agent asks while the page is open: the card arrives live.
-    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&format!("{card} form.needs-choice")).await;
     assert!(chrome.same_document().await, "the card came by a reload");
@@ -846,11 +744,12 @@ async fn questions_in_a_real_browser() {
 
     // A confirm: one click on "Yes" answers it.
     chrome.mark_document().await;
-    let confirm = created(
+    let confirm = created_alone(
         ask(
             &app,
             &agent,
             &session,
+            "ask",
             &json!({ "question": "Deploy now?" }),
         )
         .await,
@@ -895,7 +794,7 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
     } = scene(&app, "alice").await;
     let browser = app.login("alice").await;
 
-    let dismissed = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let dismissed = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     let r = app
         .post_form(&browser, &format!("/widgets/{dismissed}/dismiss"), &[])
         .await;
@@ -909,7 +808,7 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
         "{text}"
     );
 
-    let expiring = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let expiring = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
         .bind(&expiring)
         .execute(&app.state.db.write)
@@ -936,11 +835,12 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
         assert_eq!(body["error"]["status"], status, "{body}");
     }
 
-    let cancelled = created(
+    let cancelled = created_alone(
         ask(
             &app,
             &agent,
             &session,
+            "ask",
             &json!({ "question": "Deploy now?" }),
         )
         .await,
@@ -985,7 +885,9 @@ async fn an_abandoned_wait_over_mcp_still_delivers_the_answer() {
         agent,
     } = scene(&app, "alice").await;
     let browser = app.login("alice").await;
-    let client = connect(&app, &agent).await;
+    let client = connect(&app, Some(&agent))
+        .await
+        .expect("the agent connects");
     let waiting =
         tokio::spawn(async move { call(&client, "ask_user", two_questions_waiting(20)).await });
     let id = first_widget_id(&app).await;
@@ -1024,7 +926,9 @@ async fn a_simple_question_over_mcp_waits_for_a_radio_answer() {
         agent,
     } = scene(&app, "alice").await;
     let browser = app.login("alice").await;
-    let client = connect(&app, &agent).await;
+    let client = connect(&app, Some(&agent))
+        .await
+        .expect("the agent connects");
     let question = json!({ "question": "Which region?", "widget": "radio", "options": ["EU", "US"], "wait_seconds": 20 });
     let waiting = tokio::spawn(async move { call(&client, "ask", question).await });
     let id = first_widget_id(&app).await;
@@ -1149,7 +1053,7 @@ async fn several_simple_widgets_are_answered_in_one_form() {
         { "question": "Who to notify?", "widget": "checkbox", "options": ["Ops", "Sales"],
           "allow_freeform": true },
     ] });
-    let id = created(ask(&app, &agent, &session, &body).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "ask", &body).await).await;
 
     let page = transcript_html(&app, &browser, &session).await;
     let form = card(&page, &id);
@@ -1205,7 +1109,7 @@ async fn several_simple_widgets_are_answered_in_one_form() {
         { "question": "Deploy now?" },
         { "question": "Region?", "widget": "radio", "options": ["EU"] },
     ] });
-    let r = ask(&app, &agent, &session, &bad).await;
+    let r = ask(&app, &agent, &session, "ask", &bad).await;
     let text = r.text().await.unwrap();
     assert!(
         text.contains("options_count") && text.contains(r#"question 2 (\"Region?\")"#),
@@ -1234,7 +1138,7 @@ async fn typed_answers_holding_a_stored_value_are_refused() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
     let env = app.pending_widget(&agent, &session, &["OTHER_KEY"]).await;
     let page = transcript_html(&app, &browser, &session).await;
     assert!(card(&page, &id).contains("sent to the agent — never type secrets here"));
@@ -1261,7 +1165,7 @@ async fn typed_answers_holding_a_stored_value_are_refused() {
             &json!({ "tool": "Bash", "input": { "command": "ls" } }),
         )
         .await;
-    let approval = created(approval).await;
+    let approval = created_alone(approval).await;
     let r = app
         .post_form(
             &browser,

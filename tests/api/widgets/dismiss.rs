@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::chrome::Chrome;
 use crate::helpers::{Browser, Scene, TestApp, assert_error, canary, scene, spawn_app};
+use crate::helpers::{ask, created, prompt_of, widget};
 
 /// A pending widget of each kind: (REST path, body, its dismissal prompt
 /// without a note).
@@ -37,36 +38,9 @@ fn one_of_each() -> Vec<(&'static str, Value, &'static str)> {
     ]
 }
 
-async fn create(app: &TestApp, agent: &str, session: &str, path: &str, body: &Value) -> String {
-    let r = app
-        .post_json(
-            &format!("/api/v1/sessions/{session}/widgets/{path}"),
-            agent,
-            body,
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::CREATED, "{path}");
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
 async fn dismiss_json(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
     app.post_json_as(browser, &format!("/widgets/{id}/dismiss"), body)
         .await
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
-async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String {
-    let prompts = app.prompts(host, session, 0).await;
-    let mine: Vec<&Value> = prompts.iter().filter(|p| p["widget_id"] == id).collect();
-    assert_eq!(mine.len(), 1, "{prompts:?}");
-    mine[0]["text"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
@@ -82,7 +56,7 @@ async fn a_dismissal_note_reaches_the_prompt_and_the_result_of_every_kind() {
     let as_sent = "Use the \"staging\" key instead,\nand ask me tomorrow";
     for (n, (path, body, prompt)) in one_of_each().into_iter().enumerate() {
         // By form and by JSON, with a note; and without one.
-        let by_form = create(&app, &agent, &session, path, &body).await;
+        let by_form = created(ask(&app, &agent, &session, path, &body).await).await;
         let r = app
             .post_form(
                 &browser,
@@ -91,12 +65,12 @@ async fn a_dismissal_note_reaches_the_prompt_and_the_result_of_every_kind() {
             )
             .await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path}");
-        let by_json = create(&app, &agent, &session, path, &body).await;
+        let by_json = created(ask(&app, &agent, &session, path, &body).await).await;
         let r = dismiss_json(&app, &browser, &by_json, &json!({ "note": note })).await;
         assert_eq!(r.status(), StatusCode::OK, "{path}");
         let view: Value = r.json().await.unwrap();
         assert_eq!(view["result"]["note"], as_sent, "{path}: {view}");
-        let plain = create(&app, &agent, &session, path, &body).await;
+        let plain = created(ask(&app, &agent, &session, path, &body).await).await;
         let r = dismiss_json(&app, &browser, &plain, &json!({})).await;
         assert_eq!(r.status(), StatusCode::OK, "{path}");
 
@@ -153,7 +127,7 @@ async fn bad_notes_are_refused_and_change_nothing() {
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
     let (path, body, _) = &one_of_each()[1];
-    let id = create(&app, &agent, &session, path, body).await;
+    let id = created(ask(&app, &agent, &session, path, body).await).await;
     let holding = format!("the key is {secret}, use it");
     let too_long = "x".repeat(501);
     for (note, code) in [
@@ -197,9 +171,9 @@ async fn a_note_typed_in_the_browser_goes_with_the_dismissal() {
         agent,
     } = scene(&app, "alice").await;
     let (path, body, prompt) = &one_of_each()[0];
-    let id = create(&app, &agent, &session, path, body).await;
+    let id = created(ask(&app, &agent, &session, path, body).await).await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{session}", app.url))
         .await;

@@ -7,15 +7,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
-use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
+use crate::helpers::widget;
+use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
 
 const SUBMITTED: &str = "[Agor] User submitted HUBSPOT_API_KEY (scope: global). You can now retry the operation that needed it.";
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let response = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.unwrap()
-}
 
 /// Reads an SSE response until `until` appears in it (or 10 s pass).
 async fn read_events(mut response: reqwest::Response, until: &str) -> String {

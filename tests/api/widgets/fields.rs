@@ -8,12 +8,13 @@
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
-use crate::helpers::{Browser, Scene, TestApp, scene, spawn_app};
+use crate::helpers::mcp::{call, connect, error_code, structured};
+use crate::helpers::{Scene, scene, spawn_app};
+use crate::helpers::{ask, created, submit_json, widget};
 use crate::mcp::elicitation::{Declares, accept, desk, form_app, opted_in};
-use crate::mcp::endpoint::{call, connect, error_code, structured};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 /// The question most tests ask: one field of every type.
 fn staging() -> Value {
@@ -33,33 +34,6 @@ fn staging() -> Value {
             { "name": "migrate", "label": "Run migrations", "type": "boolean", "default": true },
         ],
     })
-}
-
-async fn ask(app: &TestApp, agent: &str, session: &str, body: &Value) -> Response {
-    app.post_json(
-        &format!("/api/v1/sessions/{session}/widgets/fields"),
-        agent,
-        body,
-    )
-    .await
-}
-
-async fn created(r: Response) -> String {
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
-async fn submit_json(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
-    app.post_json_as(browser, &format!("/widgets/{id}/submit"), body)
-        .await
 }
 
 /// `(status, code, message)` of a refusal.
@@ -133,7 +107,8 @@ async fn typed_questions_over_rest_and_mcp_with_a_code_per_refusal() {
         ),
     ];
     for (body, code) in bad {
-        let (status, got, message) = refusal(ask(&app, &agent, &session, &body).await).await;
+        let (status, got, message) =
+            refusal(ask(&app, &agent, &session, "fields", &body).await).await;
         assert_eq!(
             (status, got.as_str()),
             (StatusCode::UNPROCESSABLE_ENTITY, code),
@@ -146,6 +121,7 @@ async fn typed_questions_over_rest_and_mcp_with_a_code_per_refusal() {
             &app,
             &agent,
             &session,
+            "fields",
             &json!({ "question": "Q?", "fields": [{ "name": "a", "type": "text", canary: 1 }] }),
         )
         .await,
@@ -408,10 +384,10 @@ async fn typed_questions_in_chromium_with_javascript_and_without() {
     // With JavaScript: the card arrives live; the browser's own checks
     // show beside their field; a good answer is sent.
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript).await;
     chrome.wait_css("#transcript").await;
-    let id = created(ask(&app, &agent, &session, &staging()).await).await;
+    let id = created(ask(&app, &agent, &session, "fields", &staging()).await).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&format!("{card} form.fields")).await;
     assert_eq!(
@@ -530,10 +506,10 @@ async fn typed_questions_in_chromium_with_javascript_and_without() {
         { "name": "tag", "label": "Release tag", "pattern": "v[0-9]+\\.[0-9]+" },
         { "name": "port", "label": "Port", "type": "integer", "default": 8080 },
     ] });
-    let id = created(ask(&app, &agent, &session, &release).await).await;
+    let id = created(ask(&app, &agent, &session, "fields", &release).await).await;
     let card = format!("#w-{id}");
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome.open(&transcript).await;
     chrome.wait_css(&format!("{card} form.fields")).await;
     for (field, text) in [("url", "https://staging.example.com"), ("tag", "latest")] {
@@ -590,7 +566,7 @@ async fn typed_questions_in_chromium_with_javascript_and_without() {
 
     // A plain form post (what any browser without JavaScript sends):
     // every failing field is named beside its input, nothing is kept.
-    let id = created(ask(&app, &agent, &session, &staging()).await).await;
+    let id = created(ask(&app, &agent, &session, "fields", &staging()).await).await;
     let alice = app.login("alice").await;
     let r = app
         .post_form(
@@ -618,13 +594,13 @@ async fn typed_questions_in_chromium_with_javascript_and_without() {
 
     // Agent-written text stays text.
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     for (n, xss) in XSS.iter().enumerate() {
         let label: String = xss.chars().take(80).collect();
         let body = json!({ "question": xss, "fields": [
             { "name": "a", "label": label, "description": xss.chars().take(300).collect::<String>() },
         ] });
-        let r = ask(&app, &agent, &session, &body).await;
+        let r = ask(&app, &agent, &session, "fields", &body).await;
         assert_eq!(r.status(), StatusCode::CREATED, "{n}");
     }
     chrome.open(&transcript).await;

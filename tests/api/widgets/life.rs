@@ -8,34 +8,17 @@ use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::chrome::{Chrome, wait_for};
-use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{call, connect, error_code, structured};
+use crate::helpers::mcp::{call, connect, error_code, structured};
+use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
+use crate::helpers::{ask, created, widget};
 
 fn question(text: &str) -> Value {
     json!({ "question": text, "widget": "radio", "options": ["EU", "US"] })
 }
 
-async fn ask(app: &TestApp, s: &Scene, body: &Value) -> Response {
-    let path = format!("/api/v1/sessions/{}/widgets/ask", s.session);
-    app.post_json(&path, &s.agent, body).await
-}
-
-async fn created(r: Response) -> String {
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
 async fn cancel(app: &TestApp, token: &str, id: &str, body: &Value) -> Response {
     app.post_json(&format!("/api/v1/widgets/{id}/cancel"), token, body)
         .await
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
 }
 
 async fn listing(app: &TestApp, token: &str, session: &str, query: &str) -> Value {
@@ -60,7 +43,17 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let other = scene(&app, "bob").await;
-    let id = created(ask(&app, &s, &question("Which region?")).await).await;
+    let id = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask",
+            &question("Which region?"),
+        )
+        .await,
+    )
+    .await;
 
     // Another session's agent does not find it; a person's token is no agent.
     let r = cancel(&app, &other.agent, &id, &json!({})).await;
@@ -123,7 +116,17 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
 async fn an_answered_widget_cannot_be_withdrawn_or_replaced() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
-    let id = created(ask(&app, &s, &question("Which region?")).await).await;
+    let id = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask",
+            &question("Which region?"),
+        )
+        .await,
+    )
+    .await;
     let browser = app.login("alice").await;
     let r = app
         .post_json_as(
@@ -141,7 +144,7 @@ async fn an_answered_widget_cannot_be_withdrawn_or_replaced() {
     let before = app.count("SELECT count(*) FROM widgets").await;
     let mut amended = question("Which region, really?");
     amended["replaces"] = json!({ "widget_id": id, "reason": "typo" });
-    let r = ask(&app, &s, &amended).await;
+    let r = ask(&app, &s.agent, &s.session, "ask", &amended).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
     let view = widget(&app, &s.agent, &id).await;
@@ -154,18 +157,38 @@ async fn a_replacement_withdraws_the_old_widget_in_the_same_step_and_links_to_it
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let other = scene(&app, "bob").await;
-    let old = created(ask(&app, &s, &question("Which region?")).await).await;
+    let old = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask",
+            &question("Which region?"),
+        )
+        .await,
+    )
+    .await;
 
     // Only a widget of the same session, and nothing is created otherwise.
-    let foreign = created(ask(&app, &other, &question("Bob's?")).await).await;
+    let foreign = created(
+        ask(
+            &app,
+            &other.agent,
+            &other.session,
+            "ask",
+            &question("Bob's?"),
+        )
+        .await,
+    )
+    .await;
     let before = app.count("SELECT count(*) FROM widgets").await;
     let mut wrong = question("Which region for the EU data?");
     wrong["replaces"] = json!({ "widget_id": foreign });
-    let r = ask(&app, &s, &wrong).await;
+    let r = ask(&app, &s.agent, &s.session, "ask", &wrong).await;
     assert_error(r, StatusCode::NOT_FOUND, "not_found", None).await;
     let field = canary("field");
     wrong["replaces"] = json!({ "widget_id": old, field.clone(): true });
-    let r = ask(&app, &s, &wrong).await;
+    let r = ask(&app, &s.agent, &s.session, "ask", &wrong).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", Some(&field)).await;
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
     assert_eq!(
@@ -175,7 +198,7 @@ async fn a_replacement_withdraws_the_old_widget_in_the_same_step_and_links_to_it
 
     let mut amended = question("Which region for the EU data?");
     amended["replaces"] = json!({ "widget_id": old, "reason": "I forgot the EU data" });
-    let new = created(ask(&app, &s, &amended).await).await;
+    let new = created(ask(&app, &s.agent, &s.session, "ask", &amended).await).await;
     let view = widget(&app, &s.agent, &old).await;
     assert_eq!(view["status"], "cancelled");
     assert_eq!(
@@ -215,8 +238,28 @@ async fn the_agent_lists_its_pending_widgets_and_never_a_value() {
     let env = app
         .pending_widget(&s.agent, &s.session, &["OTHER_KEY"])
         .await;
-    let q = created(ask(&app, &s, &question("Which region?")).await).await;
-    created(ask(&app, &other, &question("Bob's?")).await).await;
+    let q = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask",
+            &question("Which region?"),
+        )
+        .await,
+    )
+    .await;
+    created(
+        ask(
+            &app,
+            &other.agent,
+            &other.session,
+            "ask",
+            &question("Bob's?"),
+        )
+        .await,
+    )
+    .await;
 
     let pending = listing(&app, &s.agent, &s.session, "?status=pending").await;
     assert_eq!(ids(&pending), vec![q.clone(), env.clone()], "newest first");
@@ -311,7 +354,7 @@ async fn every_kind_takes_expires_in_seconds_within_the_servers_maximum() {
     // it, the page shows the expired badge and the agent gets the prompt.
     let mut soon = question("Quick one?");
     soon["expires_in_seconds"] = json!(1);
-    let id = created(ask(&app, &s, &soon).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask", &soon).await).await;
     wait_for("the widget's second to pass", || async {
         widgetd_domain::widgets::expire_due(&app.state)
             .await
@@ -385,7 +428,17 @@ async fn over_mcp_the_agent_lists_withdraws_and_replaces() {
     assert_eq!(old["result"]["replaced_by"], json!(second));
 
     // Another session's widget is not found; a withdrawn one is not pending.
-    let theirs = created(ask(&app, &other, &question("Bob's?")).await).await;
+    let theirs = created(
+        ask(
+            &app,
+            &other.agent,
+            &other.session,
+            "ask",
+            &question("Bob's?"),
+        )
+        .await,
+    )
+    .await;
     let r = call(&client, "cancel_widget", json!({ "widget_id": theirs })).await;
     assert_eq!(error_code(&r), "not_found");
     let r = call(&client, "cancel_widget", json!({ "widget_id": first })).await;
@@ -427,18 +480,28 @@ async fn the_person_sees_a_replacement_arrive_live_and_without_javascript() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
     chrome.wait_css("#transcript").await;
     chrome.mark_document().await;
-    let old = created(ask(&app, &s, &question("Which region?")).await).await;
+    let old = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask",
+            &question("Which region?"),
+        )
+        .await,
+    )
+    .await;
     chrome.wait_css(&format!("#w-{old} form")).await;
 
     let mut amended = question("Which region for the EU data?");
     amended["replaces"] = json!({ "widget_id": old, "reason": "I forgot the EU data" });
-    let new = created(ask(&app, &s, &amended).await).await;
+    let new = created(ask(&app, &s.agent, &s.session, "ask", &amended).await).await;
     let link = chrome
         .wait_css(&format!("#w-{old} .withdrawn a.replaced-by"))
         .await;
@@ -455,7 +518,7 @@ async fn the_person_sees_a_replacement_arrive_live_and_without_javascript() {
     chrome.close().await;
 
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;

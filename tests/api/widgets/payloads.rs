@@ -5,30 +5,12 @@
 //! and Agor's `agor_widgets_request_env_vars`. Each stored and returned in
 //! our one canonical form; unknown fields still refused without an echo.
 
-use reqwest::{Response, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Scene, TestApp, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{call, connect, error_code, structured};
-
-async fn create(app: &TestApp, s: &Scene, kind: &str, body: &Value) -> Response {
-    let path = format!("/api/v1/sessions/{}/widgets/{kind}", s.session);
-    app.post_json(&path, &s.agent, body).await
-}
-
-async fn created(r: Response) -> String {
-    let status = r.status();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["status"], "pending", "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
+use crate::helpers::mcp::{call, connect, error_code, structured};
+use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
+use crate::helpers::{ask, created, widget};
 
 /// Answers `id` as alice with the JSON `answer`; returns the widget.
 async fn answer(app: &TestApp, id: &str, answer: &Value) -> Value {
@@ -77,7 +59,17 @@ async fn claude_codes_ask_user_question_is_asked_as_written_over_mcp_and_rest() 
     let over_mcp = structured(call(&client, "ask_user", ask_user_question_example()).await);
     assert_eq!(over_mcp["status"], "pending");
     let id = over_mcp["widget_id"].as_str().unwrap().to_owned();
-    let over_rest = created(create(&app, &s, "ask-user", &ask_user_question_example()).await).await;
+    let over_rest = created(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "ask-user",
+            &ask_user_question_example(),
+        )
+        .await,
+    )
+    .await;
 
     // Stored and shown in our one form.
     for id in [&id, &over_rest] {
@@ -104,7 +96,7 @@ async fn claude_codes_ask_user_question_is_asked_as_written_over_mcp_and_rest() 
     // An option's `markdown` preview is our `preview_markdown`.
     let mut preview = ask_user_question_example();
     preview["questions"][0]["options"][0]["markdown"] = json!("```\n# Summary\n- one\n```");
-    let id = created(create(&app, &s, "ask-user", &preview).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &preview).await).await;
     let view = widget(&app, &s.agent, &id).await;
     let option = &view["params"]["questions"][0]["options"][0];
     assert_eq!(option["preview_markdown"], "```\n# Summary\n- one\n```");
@@ -113,7 +105,7 @@ async fn claude_codes_ask_user_question_is_asked_as_written_over_mcp_and_rest() 
     // `metadata` (tracking, never shown) is accepted and left unread.
     let mut tracked = ask_user_question_example();
     tracked["metadata"] = json!({ "source": "remember" });
-    let id = created(create(&app, &s, "ask-user", &tracked).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &tracked).await).await;
     let view = widget(&app, &s.agent, &id).await;
     assert!(!view.to_string().contains("remember"), "{view}");
 
@@ -124,13 +116,13 @@ async fn claude_codes_ask_user_question_is_asked_as_written_over_mcp_and_rest() 
     let field = canary("field");
     with_answers["answers"] = json!({});
     with_answers["questions"][0][field.as_str()] = json!(true);
-    let r = create(&app, &s, "ask-user", &with_answers).await;
+    let r = ask(&app, &s.agent, &s.session, "ask-user", &with_answers).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", Some(&field)).await;
     with_answers["questions"][0]
         .as_object_mut()
         .unwrap()
         .remove(&field);
-    let r = create(&app, &s, "ask-user", &with_answers).await;
+    let r = ask(&app, &s.agent, &s.session, "ask-user", &with_answers).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
 }
@@ -160,7 +152,7 @@ async fn clarification_widgets_take_their_camel_case_fields() {
     ];
     for (w, expected) in widgets.iter().zip(expected) {
         let body = json!({ "question": "Which ones?", "widget": w });
-        let id = created(create(&app, &s, "clarification", &body).await).await;
+        let id = created(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
         let stored = widget(&app, &s.agent, &id).await["params"]["widget"].clone();
         for (key, value) in expected.as_object().unwrap() {
             assert_eq!(&stored[key], value, "{key} of {stored}");
@@ -185,7 +177,7 @@ async fn clarification_widgets_take_their_camel_case_fields() {
     let path = "screenshots/login-page.png";
     let body = json!({ "question": "What is wrong here?",
         "widget": { "type": "annotation", "image": path, "tools": ["rectangle"] } });
-    let r = create(&app, &s, "clarification", &body).await;
+    let r = ask(&app, &s.agent, &s.session, "clarification", &body).await;
     let message = assert_error(
         r,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -228,20 +220,20 @@ async fn wicks_ask_user_and_its_answer_value_and_text() {
         json!({ "Which environment should I deploy to?": "prod" })
     );
     // Text alone is the typed answer; a label is read like its value.
-    let id = created(create(&app, &s, "ask-user", &wick).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &wick).await).await;
     let done = answer(&app, &id, &json!({ "text": "a canary first" })).await;
     assert_eq!(
         done["result"]["answers"]["Which environment should I deploy to?"],
         "a canary first"
     );
-    let id = created(create(&app, &s, "ask-user", &wick).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &wick).await).await;
     let done = answer(&app, &id, &json!({ "value": "Staging" })).await;
     assert_eq!(
         done["result"]["answers"]["Which environment should I deploy to?"],
         "staging"
     );
     // A value that is no option is refused without an echo.
-    let id = created(create(&app, &s, "ask-user", &wick).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &wick).await).await;
     let browser = app.login("alice").await;
     let odd = canary("value");
     let r = app
@@ -263,11 +255,11 @@ async fn wicks_ask_user_and_its_answer_value_and_text() {
     let mut both = wick.clone();
     both["questions"] = json!([{ "question": "Q?", "header": "H",
         "options": [{ "label": "a" }, { "label": "b" }] }]);
-    let r = create(&app, &s, "ask-user", &both).await;
+    let r = ask(&app, &s.agent, &s.session, "ask-user", &both).await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "ambiguous_ask", None).await;
     let mut closed = wick.clone();
     closed["allow_freeform"] = json!(false);
-    let id = created(create(&app, &s, "ask-user", &closed).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask-user", &closed).await).await;
     let r = app
         .post_json_as(
             &browser,
@@ -303,7 +295,7 @@ async fn nebos_ask_with_prompt_text_and_widgets() {
         done["result"]["answers"],
         json!({ "Which option do you prefer?": "Option B" })
     );
-    let id = created(create(&app, &s, "ask", &confirm).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask", &confirm).await).await;
     let q = widget(&app, &s.agent, &id).await["params"]["questions"][0].clone();
     assert_eq!(q["kind"], "confirm");
     assert_eq!(q["options"], json!([{ "label": "Yes" }, { "label": "No" }]));
@@ -312,7 +304,7 @@ async fn nebos_ask_with_prompt_text_and_widgets() {
     let files = json!({ "text": "Which files should I delete?", "widgets": [
         { "type": "checkbox", "options": ["a.txt", "b.txt", "c.txt"], "default": "b.txt" }
     ] });
-    let id = created(create(&app, &s, "ask", &files).await).await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask", &files).await).await;
     let done = answer(&app, &id, &json!({ "value": "a.txt,c.txt" })).await;
     assert_eq!(
         done["result"]["answers"]["Which files should I delete?"],
@@ -322,11 +314,11 @@ async fn nebos_ask_with_prompt_text_and_widgets() {
     // One widget here; several questions are `items`.
     let two =
         json!({ "prompt": "Two?", "widgets": [{ "type": "confirm" }, { "type": "confirm" }] });
-    let r = create(&app, &s, "ask", &two).await;
+    let r = ask(&app, &s.agent, &s.session, "ask", &two).await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "widgets_count", None).await;
     let field = canary("field");
     let odd = json!({ "prompt": "Odd?", "widgets": [{ "type": "confirm", field.clone(): 1 }] });
-    let r = create(&app, &s, "ask", &odd).await;
+    let r = ask(&app, &s.agent, &s.session, "ask", &odd).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", Some(&field)).await;
 }
 
@@ -376,7 +368,7 @@ async fn agors_tool_name_is_an_alias_never_listed_twice() {
     ] {
         let r = call(&client, "agor_widgets_request_env_vars", body.clone()).await;
         assert_eq!(error_code(&r), code);
-        let r = create(&app, &s, "env-vars", &body).await;
+        let r = ask(&app, &s.agent, &s.session, "env-vars", &body).await;
         assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, None).await;
     }
     let r = client

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use widgetd::stream_limits::PER_CALLER;
 use widgetd_domain::auth::{self, Role, tokens::TokenScopes};
 
+use crate::helpers::mcp::{call, connect};
 use crate::helpers::{TestApp, assert_error, spawn_app};
-use crate::mcp::endpoint::{call, connect};
 
 /// Waits until the call has been running long enough to count as waiting.
 async fn until_waiting(app: &TestApp, caller: &str) {
@@ -178,7 +178,7 @@ async fn waiting_calls_count_against_the_stream_caps() {
             json!({ "question": "Ship it?", "wait_seconds": 3 }),
         )
         .await;
-        crate::mcp::endpoint::structured(result)
+        crate::helpers::mcp::structured(result)
     });
     until_waiting(&app, &caller).await;
     assert_eq!(app.state.open_streams.held(&caller), 1);

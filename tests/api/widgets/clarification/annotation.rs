@@ -11,14 +11,15 @@ use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerA
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, open_transcript, prompt_of, refused_on_both, unchanged, widget,
-};
+use super::{open_transcript, refused_on_both, unchanged};
 use crate::helpers::chrome::Chrome;
+use crate::helpers::chrome::click;
+use crate::helpers::chrome::texts;
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::helpers::{assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
@@ -84,16 +85,6 @@ fn screen(tools: Value) -> Value {
     })
 }
 
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn click(chrome: &Chrome, css: &str) {
-    chrome.css(css).await.click().await.unwrap();
-}
-
 /// Drags on the canvas of widget `id` from `(x1, y1)` to `(x2, y2)`,
 /// offsets from the canvas's centre in CSS pixels.
 async fn drag(chrome: &Chrome, id: &str, from: (f64, f64), to: (f64, f64)) {
@@ -141,7 +132,7 @@ async fn an_image_asked_over_mcp_is_drawn_on_in_chromium() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
-    let id = ask(&client, screen(json!(["rectangle", "arrow", "text"]))).await;
+    let id = clarify_over_mcp(&client, screen(json!(["rectangle", "arrow", "text"]))).await;
     chrome
         .wait_css(&format!("#w-{id} figure.annotation.live"))
         .await;
@@ -241,9 +232,9 @@ async fn an_image_is_answered_in_words_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let id = ask(&client, screen(json!(["circle"]))).await;
+    let id = clarify_over_mcp(&client, screen(json!(["circle"]))).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -278,7 +269,17 @@ async fn an_image_is_answered_in_words_with_javascript_off() {
 async fn the_image_is_served_with_its_type_only_to_people_who_may_see_it() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
-    let id = created(clarify(&app, &s.agent, &s.session, &screen(json!(["text"]))).await).await;
+    let id = created_alone(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "clarification",
+            &screen(json!(["text"])),
+        )
+        .await,
+    )
+    .await;
     let alice = app.login("alice").await;
     let path = format!("/widgets/{id}/image");
     let r = app
@@ -330,11 +331,12 @@ async fn the_image_is_served_with_its_type_only_to_people_who_may_see_it() {
         .unwrap();
     assert!(!r.status().is_success(), "{}", r.status());
     // A widget without an image has none.
-    let choice = created(
-        clarify(
+    let choice = created_alone(
+        ask(
             &app,
             &s.agent,
             &s.session,
+            "clarification",
             &json!({ "question": "Q?", "widget": super::choice(&["a", "b"], false) }),
         )
         .await,
@@ -389,7 +391,14 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
     for (body, code) in &cases {
         refused_on_both(&app, (&s, &client), body, code, None).await;
     }
-    let r = clarify(&app, &s.agent, &s.session, &screen(json!(["pen"]))).await;
+    let r = ask(
+        &app,
+        &s.agent,
+        &s.session,
+        "clarification",
+        &screen(json!(["pen"])),
+    )
+    .await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
 
@@ -403,11 +412,12 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created(
-        clarify(
+    let id = created_alone(
+        ask(
             &app,
             &s.agent,
             &s.session,
+            "clarification",
             &screen(json!(["rectangle", "text"])),
         )
         .await,
@@ -452,10 +462,10 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
             "answer_required",
         ),
     ] {
-        let r = answer(&app, &browser, &id, &body).await;
+        let r = submit_json(&app, &browser, &id, &body).await;
         assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
     }
-    let r = answer(
+    let r = submit_json(
         &app,
         &browser,
         &id,
@@ -481,9 +491,9 @@ async fn annotation_limits_and_bad_answers_have_stable_codes() {
 
     // The question is inert on the page, beside the served image.
     let body = json!({ "question": XSS[1], "widget": { "type": "annotation", "image": STANDARD.encode(png(40, 30)) } });
-    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -606,7 +616,17 @@ async fn images_that_would_exhaust_a_browser_are_refused_at_creation() {
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
     // A real image of 4 megapixels, highly compressible, is taken.
     let started = std::time::Instant::now();
-    let id = created(clarify(&app, &s.agent, &s.session, &with_image(&bomb(2_048))).await).await;
+    let id = created_alone(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "clarification",
+            &with_image(&bomb(2_048)),
+        )
+        .await,
+    )
+    .await;
     eprintln!("bomb 2048x2048 taken in {:?}", started.elapsed());
     assert!(!id.is_empty());
 }
@@ -637,7 +657,7 @@ async fn the_canvas_of_a_large_image_is_sized_to_the_image_as_shown() {
         "question": "Where?",
         "widget": { "type": "annotation", "image": STANDARD.encode(large), "tools": ["rectangle"] },
     });
-    let id = ask(&client, body).await;
+    let id = clarify_over_mcp(&client, body).await;
     chrome
         .wait_css(&format!("#w-{id} figure.annotation.live"))
         .await;

@@ -6,15 +6,15 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
+use crate::helpers::chrome::enabled;
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 /// A region question with a description and markdown on its options.
 fn regions(multi: bool) -> Value {
@@ -32,17 +32,6 @@ fn regions(multi: bool) -> Value {
     })
 }
 
-/// Creates a clarification over MCP; returns its id.
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn enabled(chrome: &Chrome, css: &str) -> bool {
-    chrome.css(css).await.is_enabled().await.unwrap()
-}
-
 #[tokio::test]
 async fn a_choice_asked_over_mcp_is_answered_in_chromium() {
     let app = spawn_app().await;
@@ -51,7 +40,7 @@ async fn a_choice_asked_over_mcp_is_answered_in_chromium() {
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
     // The card arrives live, with its options, markdown and the text box.
-    let id = ask(&client, regions(false)).await;
+    let id = clarify_over_mcp(&client, regions(false)).await;
     let card = format!("#w-{id}");
     chrome
         .wait_css(&format!("{card} form.clarification.type-choice"))
@@ -139,7 +128,7 @@ async fn a_choice_asked_over_mcp_is_answered_in_chromium() {
 
     // Several, with `multi_select`: check boxes, answered in the options' order.
     chrome.mark_document().await;
-    let multi = ask(&client, regions(true)).await;
+    let multi = clarify_over_mcp(&client, regions(true)).await;
     let card = format!("#w-{multi}");
     chrome
         .wait_css(&format!("{card} input[type=checkbox]"))
@@ -185,11 +174,11 @@ async fn a_choice_is_answered_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let picked = ask(&client, regions(false)).await;
-    let typed = ask(&client, regions(false)).await;
-    let nothing = ask(&client, regions(false)).await;
+    let picked = clarify_over_mcp(&client, regions(false)).await;
+    let typed = clarify_over_mcp(&client, regions(false)).await;
+    let nothing = clarify_over_mcp(&client, regions(false)).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -343,7 +332,7 @@ async fn choice_limits_have_stable_codes_and_create_nothing() {
         b["widget"]["options"] = json!(ten);
         b["question"] = json!("q".repeat(1000));
     });
-    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
 }
 
 #[tokio::test]
@@ -360,7 +349,8 @@ async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created(clarify(&app, &s.agent, &s.session, &regions(false)).await).await;
+    let id = created_alone(ask(&app, &s.agent, &s.session, "clarification", &regions(false)).await)
+        .await;
     let holding = format!("use {secret} for it");
     let cases = [
         (
@@ -383,7 +373,7 @@ async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = answer(&app, &browser, &id, body).await;
+        let r = submit_json(&app, &browser, &id, body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
         assert!(!message.contains("Mars"), "{message}");
     }
@@ -392,7 +382,7 @@ async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "selected": "EU" } }),
         json!({ "answer.0": "EU" }),
     ] {
-        let r = answer(&app, &browser, &id, &body).await;
+        let r = submit_json(&app, &browser, &id, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     // The form too: the page again, the reason beside the card, no value.
@@ -417,7 +407,7 @@ async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
     }
     unchanged(&app, &s, &id).await;
     // Once answered, a second answer is 409 and changes nothing.
-    let r = answer(
+    let r = submit_json(
         &app,
         &browser,
         &id,
@@ -425,7 +415,7 @@ async fn bad_choice_answers_are_refused_with_stable_codes_changing_nothing() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::OK);
-    let r = answer(&app, &browser, &id, &json!({ "freeform": "again" })).await;
+    let r = submit_json(&app, &browser, &id, &json!({ "freeform": "again" })).await;
     assert_error(r, StatusCode::CONFLICT, "widget_not_pending", None).await;
     assert_eq!(widget(&app, &s.agent, &id).await["result"]["freeform"], "");
 }
@@ -455,7 +445,7 @@ async fn agent_written_labels_and_markdown_are_inert() {
             })
             .collect();
         let body = json!({ "question": XSS[n], "widget": { "type": "choice", "options": options, "multi_select": true } });
-        ids.push(created(clarify(&app, &agent, &session, &body).await).await);
+        ids.push(created_alone(ask(&app, &agent, &session, "clarification", &body).await).await);
     }
     wait_for("every card to arrive live", || async {
         chrome.count("form.clarification").await == ids.len()

@@ -7,15 +7,15 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
+use crate::helpers::chrome::enabled;
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 /// Six test files in two suites, all kept to start with.
 fn files(default_state: &str) -> Value {
@@ -38,16 +38,6 @@ fn files(default_state: &str) -> Value {
             "searchable": true,
         },
     })
-}
-
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn enabled(chrome: &Chrome, css: &str) -> bool {
-    chrome.css(css).await.is_enabled().await.unwrap()
 }
 
 /// The labels of the items of `card` shown (not filtered out).
@@ -75,7 +65,7 @@ async fn a_curation_asked_over_mcp_is_searched_ticked_and_sent_in_chromium() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
-    let id = ask(&client, files("all_selected")).await;
+    let id = clarify_over_mcp(&client, files("all_selected")).await;
     let card = format!("#w-{id}");
     chrome
         .wait_css(&format!(
@@ -221,11 +211,11 @@ async fn a_curation_is_answered_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let picked = ask(&client, files("none_selected")).await;
-    let typed = ask(&client, files("none_selected")).await;
-    let nothing = ask(&client, files("all_selected")).await;
+    let picked = clarify_over_mcp(&client, files("none_selected")).await;
+    let typed = clarify_over_mcp(&client, files("none_selected")).await;
+    let nothing = clarify_over_mcp(&client, files("all_selected")).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -360,7 +350,7 @@ async fn curation_limits_have_stable_codes_and_create_nothing() {
     }
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
     let body = with(&|w| w["items"] = items(500));
-    let id = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let id = created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     // 500 kept ids do not fit a prompt whole; the compact form carries the
     // shorter list.
     let browser = app.login("alice").await;
@@ -368,7 +358,7 @@ async fn curation_limits_have_stable_codes_and_create_nothing() {
     let kept: Vec<String> = (3..500).map(|i| format!("i{i}")).collect();
     let sent = json!({ "structured": { "kept": kept, "removed": removed } });
     assert_eq!(
-        answer(&app, &browser, &id, &sent).await.status(),
+        submit_json(&app, &browser, &id, &sent).await.status(),
         StatusCode::OK
     );
     assert!(
@@ -383,7 +373,17 @@ async fn bad_curation_answers_are_refused_with_stable_codes_changing_nothing() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let browser = app.login("alice").await;
-    let id = created(clarify(&app, &s.agent, &s.session, &files("all_selected")).await).await;
+    let id = created_alone(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "clarification",
+            &files("all_selected"),
+        )
+        .await,
+    )
+    .await;
     let all = ["auth", "billing", "cache", "checkout", "search"];
     let cases = [
         (
@@ -404,7 +404,7 @@ async fn bad_curation_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = answer(&app, &browser, &id, body).await;
+        let r = submit_json(&app, &browser, &id, body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some("Mars")).await;
         assert!(!message.contains("Mars"), "{message}");
     }
@@ -413,7 +413,7 @@ async fn bad_curation_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "kept": all, "removed": [], "selected": [] } }),
         json!({ "structured": { "kept": "auth", "removed": [] } }),
     ] {
-        let r = answer(&app, &browser, &id, &body).await;
+        let r = submit_json(&app, &browser, &id, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     for fields in [
@@ -450,7 +450,7 @@ async fn agent_written_labels_metadata_and_groups_are_inert() {
         "question": XSS[6],
         "widget": { "type": "curation", "items": items, "columns": [XSS[0]], "group_by": "group" },
     });
-    let id = created(clarify(&app, &agent, &session, &body).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "clarification", &body).await).await;
     let card = format!("#w-{id}");
     wait_for("the card to arrive live", || async {
         chrome.count(&format!("{card} input.group-all")).await == XSS.len()

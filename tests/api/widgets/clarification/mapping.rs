@@ -8,15 +8,15 @@ use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
+use crate::helpers::chrome::click;
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 /// CSV columns to map onto a contact's fields.
 fn columns(unmapped: bool, many: bool) -> Value {
@@ -41,12 +41,6 @@ fn columns(unmapped: bool, many: bool) -> Value {
     })
 }
 
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
 /// The value of each left item's select.
 async fn selects(chrome: &Chrome, id: &str) -> Value {
     chrome
@@ -54,10 +48,6 @@ async fn selects(chrome: &Chrome, id: &str) -> Value {
             "return [...document.querySelectorAll('#w-{id} fieldset.mapping select')].map(s => s.value);"
         ))
         .await
-}
-
-async fn click(chrome: &Chrome, css: &str) {
-    chrome.css(css).await.click().await.unwrap();
 }
 
 /// Presses left item `l`, then right item `r`, with the mouse.
@@ -82,7 +72,7 @@ async fn a_mapping_asked_over_mcp_is_connected_in_chromium() {
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
     // The card arrives live and becomes two columns of buttons.
-    let id = ask(&client, columns(false, false)).await;
+    let id = clarify_over_mcp(&client, columns(false, false)).await;
     let card = format!("#w-{id}");
     chrome
         .wait_css(&format!("{card} fieldset.mapping.connect"))
@@ -199,7 +189,7 @@ async fn a_mapping_asked_over_mcp_is_connected_in_chromium() {
     );
 
     // With many-to-one and unmapped allowed: two on one, one left alone.
-    let loose = ask(&client, columns(true, true)).await;
+    let loose = clarify_over_mcp(&client, columns(true, true)).await;
     chrome
         .wait_css(&format!("#w-{loose} fieldset.mapping.connect"))
         .await;
@@ -229,11 +219,11 @@ async fn a_mapping_is_answered_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let mapped = ask(&client, columns(false, false)).await;
-    let typed = ask(&client, columns(false, false)).await;
-    let refused = ask(&client, columns(false, false)).await;
+    let mapped = clarify_over_mcp(&client, columns(false, false)).await;
+    let typed = clarify_over_mcp(&client, columns(false, false)).await;
+    let refused = clarify_over_mcp(&client, columns(false, false)).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -393,7 +383,7 @@ async fn mapping_limits_have_stable_codes_and_create_nothing() {
         b["widget"]["left"] = side("l");
         b["widget"]["right"] = side("r");
     });
-    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
 }
 
 #[tokio::test]
@@ -410,7 +400,17 @@ async fn bad_mapping_answers_are_refused_with_stable_codes_changing_nothing() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created(clarify(&app, &s.agent, &s.session, &columns(false, false)).await).await;
+    let id = created_alone(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "clarification",
+            &columns(false, false),
+        )
+        .await,
+    )
+    .await;
     let pairs = |p: &[(&str, &str)]| -> Value {
         let m: Vec<Value> = p
             .iter()
@@ -450,7 +450,7 @@ async fn bad_mapping_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = answer(&app, &browser, &id, body).await;
+        let r = submit_json(&app, &browser, &id, body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
         assert!(!message.contains("Mars"), "{message}");
     }
@@ -459,7 +459,7 @@ async fn bad_mapping_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "mappings": { "email": "skip" } } }),
         json!({ "structured": { "selected": [] } }),
     ] {
-        let r = answer(&app, &browser, &id, &body).await;
+        let r = submit_json(&app, &browser, &id, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     for (fields, code) in [
@@ -486,9 +486,9 @@ async fn bad_mapping_answers_are_refused_with_stable_codes_changing_nothing() {
         assert!(page.contains(&format!(r#"data-code="{code}""#)), "{code}");
     }
     unchanged(&app, &s, &id).await;
-    let r = answer(&app, &browser, &id, &pairs(&all)).await;
+    let r = submit_json(&app, &browser, &id, &pairs(&all)).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let r = answer(&app, &browser, &id, &pairs(&all)).await;
+    let r = submit_json(&app, &browser, &id, &pairs(&all)).await;
     assert_error(r, StatusCode::CONFLICT, "widget_not_pending", None).await;
 }
 
@@ -511,7 +511,7 @@ async fn agent_written_mapping_labels_are_inert() {
         "question": XSS[11],
         "widget": { "type": "mapping", "left": side, "right": side, "allow_unmapped": true },
     });
-    let id = created(clarify(&app, &agent, &session, &body).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "clarification", &body).await).await;
     chrome
         .wait_css(&format!("#w-{id} fieldset.mapping.connect"))
         .await;

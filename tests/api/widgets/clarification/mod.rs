@@ -13,65 +13,26 @@ pub(crate) mod ranking;
 mod table;
 mod tree;
 
-use reqwest::{Response, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
 use crate::helpers::chrome::Chrome;
-use crate::helpers::{Browser, Scene, TestApp, assert_error, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, error_code, structured};
+use crate::helpers::mcp::{McpClient, call, connect, error_code, structured};
+use crate::helpers::{Scene, TestApp, assert_error, scene, spawn_app};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 
 /// Chromium signed in as `user` on `session`'s transcript, the document
 /// marked so a test can tell that cards arrived without a reload.
 pub async fn open_transcript(app: &TestApp, user: &str, session: &str) -> Chrome {
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, user).await;
+    chrome.sign_in(&app.url, user).await;
     chrome
         .open(&format!("{}/sessions/{session}", app.url))
         .await;
     chrome.wait_css("#transcript").await;
     chrome.mark_document().await;
     chrome
-}
-
-/// `POST /api/v1/sessions/{session}/widgets/clarification` as `token`.
-pub async fn clarify(app: &TestApp, token: &str, session: &str, body: &Value) -> Response {
-    app.post_json(
-        &format!("/api/v1/sessions/{session}/widgets/clarification"),
-        token,
-        body,
-    )
-    .await
-}
-
-/// The id of a clarification just created: `201 {widget_id, status: pending}`.
-pub async fn created(r: Response) -> String {
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
-
-/// A JSON answer `{structured?, freeform?}` from `browser`.
-pub async fn answer(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
-    app.post_json_as(browser, &format!("/widgets/{id}/submit"), body)
-        .await
-}
-
-/// `GET /api/v1/widgets/{id}` as `token`.
-pub async fn widget(app: &TestApp, token: &str, id: &str) -> Value {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
-/// The one queued prompt of widget `id`.
-pub async fn prompt_of(app: &TestApp, host: &str, session: &str, id: &str) -> String {
-    let prompts = app.prompts(host, session, 0).await;
-    let mine: Vec<&Value> = prompts.iter().filter(|p| p["widget_id"] == id).collect();
-    assert_eq!(mine.len(), 1, "{prompts:?}");
-    mine[0]["text"].as_str().unwrap().to_owned()
 }
 
 /// That a refused answer changed nothing: still pending, no prompt, no
@@ -94,7 +55,7 @@ pub async fn refused_on_both(
     code: &str,
     hidden: Option<&str>,
 ) -> String {
-    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
     let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, hidden).await;
     assert_eq!(
         error_code(&call(client, "request_clarification", body.clone()).await),
@@ -113,7 +74,7 @@ pub async fn malformed_on_both(
     at: &str,
     hidden: Option<&str>,
 ) {
-    let r = clarify(app, &scene.agent, &scene.session, body).await;
+    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
     let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", hidden).await;
     assert!(message.ends_with(at), "{message}");
     assert_eq!(
@@ -230,7 +191,7 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     for ty in ["sorting", "no-such-type-7f3a"] {
         let body = json!({ "question": "Which?", "widget": { "type": ty, "items": [] } });
-        let r = clarify(&app, &s.agent, &s.session, &body).await;
+        let r = ask(&app, &s.agent, &s.session, "clarification", &body).await;
         let message = assert_error(
             r,
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -251,11 +212,11 @@ async fn an_unknown_widget_type_is_refused_listing_the_types() {
         json!({ "type": 7 }),
     ] {
         let body = json!({ "question": "Which?", "widget": widget });
-        let r = clarify(&app, &s.agent, &s.session, &body).await;
+        let r = ask(&app, &s.agent, &s.session, "clarification", &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     let extra = json!({ "question": "Which?", "widget": choice(&["a", "b"], false), "why": 1 });
-    let r = clarify(&app, &s.agent, &s.session, &extra).await;
+    let r = ask(&app, &s.agent, &s.session, "clarification", &extra).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, 0);
 }
@@ -269,8 +230,9 @@ async fn a_person_may_answer_in_words_only_or_not_at_all() {
 
     // Words only, as JSON (no `structured`: the widget is untouched) and as
     // the form (which sends the widget's state: nothing picked).
-    let by_json = created(clarify(&app, &s.agent, &s.session, &body).await).await;
-    let r = answer(
+    let by_json =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
+    let r = submit_json(
         &app,
         &browser,
         &by_json,
@@ -278,7 +240,8 @@ async fn a_person_may_answer_in_words_only_or_not_at_all() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::OK);
-    let by_form = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let by_form =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     let r = app
         .post_form(
             &browser,
@@ -300,13 +263,13 @@ async fn a_person_may_answer_in_words_only_or_not_at_all() {
     }
 
     // Neither the widget nor words: refused.
-    let empty = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let empty = created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     for sent in [
         json!({}),
         json!({ "freeform": "  \n " }),
         json!({ "structured": { "selected": [] } }),
     ] {
-        let r = answer(&app, &browser, &empty, &sent).await;
+        let r = submit_json(&app, &browser, &empty, &sent).await;
         assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "answer_required", None).await;
     }
     let r = app
@@ -354,7 +317,7 @@ async fn clarifications_wait_dismiss_and_expire_like_every_widget() {
     let id = crate::widgets::ask::first_widget_id(&app).await;
     let sent = json!({ "structured": { "selected": ["US"] }, "freeform": "then EU" });
     assert_eq!(
-        answer(&app, &browser, &id, &sent).await.status(),
+        submit_json(&app, &browser, &id, &sent).await.status(),
         StatusCode::OK
     );
     let r = call.await.unwrap();
@@ -368,7 +331,8 @@ async fn clarifications_wait_dismiss_and_expire_like_every_widget() {
     assert_eq!(waited["result"]["freeform"], "then EU");
 
     // Dismissed with a note: the prompt carries the question and the note.
-    let dismissed = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let dismissed =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     let r = app
         .post_form(
             &browser,
@@ -383,7 +347,8 @@ async fn clarifications_wait_dismiss_and_expire_like_every_widget() {
     );
 
     // Expired: the question again, and no answer.
-    let expiring = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let expiring =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
         .bind(&expiring)
         .execute(&app.state.db.write)
@@ -412,7 +377,7 @@ async fn get_widget_status_shows_the_question_and_both_parts_of_the_answer() {
     let id = made["widget_id"].as_str().unwrap().to_owned();
     let sent = json!({ "structured": { "selected": ["b", "a"] }, "freeform": "both" });
     assert_eq!(
-        answer(&app, &browser, &id, &sent).await.status(),
+        submit_json(&app, &browser, &id, &sent).await.status(),
         StatusCode::OK
     );
     let state = structured(call(&client, "get_widget_status", json!({ "widget_id": id })).await);

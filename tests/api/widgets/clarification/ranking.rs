@@ -11,15 +11,15 @@ use fantoccini::elements::Element;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
+use crate::helpers::chrome::enabled;
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 const UP: &str = "\u{E013}";
 const DOWN: &str = "\u{E015}";
@@ -45,16 +45,6 @@ fn features(tiers: Option<&[&str]>) -> Value {
         body["widget"]["tiers"] = json!(tiers);
     }
     body
-}
-
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn enabled(chrome: &Chrome, css: &str) -> bool {
-    chrome.css(css).await.is_enabled().await.unwrap()
 }
 
 /// Presses the mouse on `from`, moves it in steps onto `to` (`dy` pixels
@@ -121,7 +111,7 @@ async fn a_ranking_asked_over_mcp_is_ordered_by_dragging_and_by_keyboard() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
-    let id = ask(&client, features(None)).await;
+    let id = clarify_over_mcp(&client, features(None)).await;
     let card = format!("#w-{id}");
     chrome
         .wait_css(&format!(
@@ -248,8 +238,8 @@ async fn tiers_are_filled_by_dragging_and_by_keyboard() {
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = Chrome::launch().await;
-    chrome.login(&app.url, "alice").await;
-    let id = ask(&client, features(Some(&["Must", "Later"]))).await;
+    chrome.sign_in(&app.url, "alice").await;
+    let id = clarify_over_mcp(&client, features(Some(&["Must", "Later"]))).await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -332,11 +322,11 @@ async fn a_ranking_is_answered_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let ordered = ask(&client, features(None)).await;
-    let tiered = ask(&client, features(Some(&["Must", "Later"]))).await;
-    let typed = ask(&client, features(None)).await;
+    let ordered = clarify_over_mcp(&client, features(None)).await;
+    let tiered = clarify_over_mcp(&client, features(Some(&["Must", "Later"]))).await;
+    let typed = clarify_over_mcp(&client, features(None)).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -480,7 +470,7 @@ async fn ranking_limits_have_stable_codes_and_create_nothing() {
         w["items"] = items(100);
         w["tiers"] = json!((0..10).map(|i| format!("t{i}")).collect::<Vec<_>>());
     });
-    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
 }
 
 #[tokio::test]
@@ -488,12 +478,15 @@ async fn bad_ranking_answers_are_refused_with_stable_codes_changing_nothing() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let browser = app.login("alice").await;
-    let ordered = created(clarify(&app, &s.agent, &s.session, &features(None)).await).await;
-    let tiered = created(
-        clarify(
+    let ordered =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &features(None)).await)
+            .await;
+    let tiered = created_alone(
+        ask(
             &app,
             &s.agent,
             &s.session,
+            "clarification",
             &features(Some(&["Must", "Later"])),
         )
         .await,
@@ -553,7 +546,7 @@ async fn bad_ranking_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
     ];
     for (id, body, code) in &cases {
-        let r = answer(&app, &browser, id, body).await;
+        let r = submit_json(&app, &browser, id, body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some("Mars")).await;
         assert!(!message.contains("Mars"), "{message}");
     }
@@ -562,7 +555,7 @@ async fn bad_ranking_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "ranked": "sso" } }),
         json!({ "structured": { "tiers": { "Must": "sso" } } }),
     ] {
-        let r = answer(&app, &browser, &ordered, &body).await;
+        let r = submit_json(&app, &browser, &ordered, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     for (id, fields, code) in [
@@ -600,9 +593,9 @@ async fn agent_written_items_and_tiers_are_inert() {
         .map(|p| json!({ "id": p, "label": p, "description": p }))
         .collect();
     let ordered = json!({ "question": XSS[0], "widget": { "type": "ranking", "items": items } });
-    let ordered = created(clarify(&app, &agent, &session, &ordered).await).await;
+    let ordered = created_alone(ask(&app, &agent, &session, "clarification", &ordered).await).await;
     let tiered = json!({ "question": XSS[1], "widget": { "type": "ranking", "items": items, "tiers": XSS[..10] } });
-    let tiered = created(clarify(&app, &agent, &session, &tiered).await).await;
+    let tiered = created_alone(ask(&app, &agent, &session, "clarification", &tiered).await).await;
     wait_for("both cards to arrive live", || async {
         chrome.count(".rank-handle").await == 2 * XSS.len()
     })

@@ -6,15 +6,15 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
+use crate::helpers::chrome::enabled;
+use crate::helpers::chrome::texts;
 use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 const ENTER: &str = "\u{E007}";
 const ESCAPE: &str = "\u{E00C}";
@@ -48,16 +48,6 @@ fn rows() -> Value {
     ])
 }
 
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn enabled(chrome: &Chrome, css: &str) -> bool {
-    chrome.css(css).await.is_enabled().await.unwrap()
-}
-
 #[tokio::test]
 async fn a_table_asked_over_mcp_is_edited_in_place_in_chromium() {
     let app = spawn_app().await;
@@ -65,7 +55,7 @@ async fn a_table_asked_over_mcp_is_edited_in_place_in_chromium() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
-    let id = ask(&client, owners()).await;
+    let id = clarify_over_mcp(&client, owners()).await;
     let card = format!("#w-{id}");
     chrome
         .wait_css(&format!(
@@ -224,11 +214,11 @@ async fn a_table_is_answered_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let edited = ask(&client, owners()).await;
-    let typed = ask(&client, owners()).await;
-    let nothing = ask(&client, owners()).await;
+    let edited = clarify_over_mcp(&client, owners()).await;
+    let typed = clarify_over_mcp(&client, owners()).await;
+    let nothing = clarify_over_mcp(&client, owners()).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -396,7 +386,7 @@ async fn table_limits_have_stable_codes_and_create_nothing() {
         w["columns"] = json!((0..20).map(column).collect::<Vec<_>>());
         w["rows"] = json!(vec![json!({ "k0": "c".repeat(500) }); 200]);
     });
-    created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
 }
 
 #[tokio::test]
@@ -413,7 +403,7 @@ async fn bad_table_answers_are_refused_with_stable_codes_changing_nothing() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created(clarify(&app, &s.agent, &s.session, &owners()).await).await;
+    let id = created_alone(ask(&app, &s.agent, &s.session, "clarification", &owners()).await).await;
     let cases = [
         (json!({ "structured": { "rows": [{}] } }), "rows_changed"),
         (
@@ -454,7 +444,7 @@ async fn bad_table_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
     ];
     for (body, code) in &cases {
-        let r = answer(&app, &browser, &id, body).await;
+        let r = submit_json(&app, &browser, &id, body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
         assert!(
             !message.contains("Mars") && !message.contains("colour"),
@@ -466,7 +456,7 @@ async fn bad_table_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "rows": {} } }),
         json!({ "structured": { "rows": ["api", "web"] } }),
     ] {
-        let r = answer(&app, &browser, &id, &body).await;
+        let r = submit_json(&app, &browser, &id, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     let holding = format!("key {secret}");
@@ -492,13 +482,13 @@ async fn bad_table_answers_are_refused_with_stable_codes_changing_nothing() {
     // Cells left out are unchanged; a read-only cell sent as it was is fine.
     let sent = json!({ "structured": { "rows": [{ "name": "api", "owner": "bob" }, {}] } });
     assert_eq!(
-        answer(&app, &browser, &id, &sent).await.status(),
+        submit_json(&app, &browser, &id, &sent).await.status(),
         StatusCode::OK
     );
     let result = &widget(&app, &s.agent, &id).await["result"];
     assert_eq!(result["structured"]["rows"][0]["owner"], "bob");
     assert_eq!(result["structured"]["rows"][1], rows()[1]);
-    let r = answer(&app, &browser, &id, &json!({ "freeform": "again" })).await;
+    let r = submit_json(&app, &browser, &id, &json!({ "freeform": "again" })).await;
     assert_error(r, StatusCode::CONFLICT, "widget_not_pending", None).await;
 }
 
@@ -524,7 +514,7 @@ async fn agent_written_headings_cells_and_options_are_inert() {
         .map(|p| json!({ "label": p, "note": p, "pick": p }))
         .collect();
     let body = json!({ "question": XSS[3], "widget": { "type": "table", "columns": columns, "rows": rows } });
-    let id = created(clarify(&app, &agent, &session, &body).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "clarification", &body).await).await;
     let card = format!("#w-{id}");
     wait_for("the card to arrive live", || async {
         chrome.count(&format!("{card} button.cell-view")).await == XSS.len()

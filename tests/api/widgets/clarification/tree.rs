@@ -9,15 +9,15 @@ use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{
-    answer, clarify, created, malformed_on_both, open_transcript, prompt_of, refused_on_both,
-    unchanged, widget,
-};
+use super::{malformed_on_both, open_transcript, refused_on_both, unchanged};
 use crate::helpers::chrome::Chrome;
+use crate::helpers::chrome::click;
+use crate::helpers::chrome::texts;
+use crate::helpers::mcp::clarify_over_mcp;
+use crate::helpers::mcp::{call, connect, structured};
 use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
-use crate::mcp::endpoint::{McpClient, call, connect, structured};
+use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
 use crate::web::browser::{XSS, assert_inert};
-use crate::widgets::ask::texts;
 
 /// A docs site's sections: guide ─ install, guide ─ usage, reference ─ api.
 fn sections(all: bool) -> Value {
@@ -40,16 +40,6 @@ fn sections(all: bool) -> Value {
     })
 }
 
-async fn ask(client: &McpClient, body: Value) -> String {
-    let made = structured(call(client, "request_clarification", body).await);
-    assert_eq!(made["status"], "pending", "{made}");
-    made["widget_id"].as_str().unwrap().to_owned()
-}
-
-async fn click(chrome: &Chrome, css: &str) {
-    chrome.css(css).await.click().await.unwrap();
-}
-
 /// The rows as shown, in order: `"depth name"`.
 async fn shown(chrome: &Chrome, id: &str) -> Value {
     chrome
@@ -69,7 +59,7 @@ async fn a_tree_asked_over_mcp_is_edited_in_chromium() {
     let client = connect(&app, Some(&s.agent)).await.unwrap();
     let chrome = open_transcript(&app, "alice", &s.session).await;
 
-    let id = ask(&client, sections(true)).await;
+    let id = clarify_over_mcp(&client, sections(true)).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&format!("{card} fieldset.tree.live")).await;
     assert!(chrome.same_document().await, "the card came by a reload");
@@ -188,11 +178,11 @@ async fn a_tree_is_edited_with_javascript_off() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let client = connect(&app, Some(&s.agent)).await.unwrap();
-    let edited = ask(&client, sections(true)).await;
-    let cycled = ask(&client, sections(true)).await;
-    let fixed = ask(&client, sections(false)).await;
+    let edited = clarify_over_mcp(&client, sections(true)).await;
+    let cycled = clarify_over_mcp(&client, sections(true)).await;
+    let fixed = clarify_over_mcp(&client, sections(false)).await;
     let chrome = Chrome::launch_without_javascript().await;
-    chrome.login(&app.url, "alice").await;
+    chrome.sign_in(&app.url, "alice").await;
     chrome
         .open(&format!("{}/sessions/{}", app.url, s.session))
         .await;
@@ -349,7 +339,7 @@ async fn tree_limits_have_stable_codes_and_create_nothing() {
         })
         .collect();
     let body = with(&|b| b["widget"]["nodes"] = json!(chain));
-    let id = created(clarify(&app, &s.agent, &s.session, &body).await).await;
+    let id = created_alone(ask(&app, &s.agent, &s.session, "clarification", &body).await).await;
     let browser = app.login("alice").await;
     let page = app
         .page(&browser, &format!("/sessions/{}", s.session))
@@ -375,8 +365,20 @@ async fn bad_tree_answers_are_refused_with_stable_codes_changing_nothing() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let open = created(clarify(&app, &s.agent, &s.session, &sections(true)).await).await;
-    let fixed = created(clarify(&app, &s.agent, &s.session, &sections(false)).await).await;
+    let open =
+        created_alone(ask(&app, &s.agent, &s.session, "clarification", &sections(true)).await)
+            .await;
+    let fixed = created_alone(
+        ask(
+            &app,
+            &s.agent,
+            &s.session,
+            "clarification",
+            &sections(false),
+        )
+        .await,
+    )
+    .await;
     let nodes = |change: &dyn Fn(&mut Vec<Value>)| -> Value {
         let mut n: Vec<Value> = sections(true)["widget"]["nodes"]
             .as_array()
@@ -449,7 +451,7 @@ async fn bad_tree_answers_are_refused_with_stable_codes_changing_nothing() {
         ),
         (&fixed, nodes(&|_| {}), "answer_required"),
     ] {
-        let r = answer(&app, &browser, id, &body).await;
+        let r = submit_json(&app, &browser, id, &body).await;
         let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, Some(&secret)).await;
         assert!(
             !message.contains("Mars") && !message.contains("Tutorial"),
@@ -474,7 +476,7 @@ async fn bad_tree_answers_are_refused_with_stable_codes_changing_nothing() {
         json!({ "structured": { "nodes": {} } }),
         json!({ "structured": {} }),
     ] {
-        let r = answer(&app, &browser, &open, &body).await;
+        let r = submit_json(&app, &browser, &open, &body).await;
         assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", None).await;
     }
     unchanged(&app, &s, &open).await;
@@ -507,7 +509,7 @@ async fn agent_written_tree_labels_and_metadata_are_inert() {
         "question": XSS[12],
         "widget": { "type": "tree", "nodes": nodes, "allow_rename": true, "allow_reparent": true, "allow_delete": true, "allow_add": true },
     });
-    let id = created(clarify(&app, &agent, &session, &body).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "clarification", &body).await).await;
     chrome
         .wait_css(&format!("#w-{id} fieldset.tree.live"))
         .await;
