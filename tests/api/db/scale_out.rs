@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
 use crate::db::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
+use crate::helpers::widget_status;
 use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
 use crate::notify::webhooks::add_webhook;
-use crate::widgets::reads::{answer_in_turn, keep_reading, status};
+use crate::widgets::reads::{answer_in_turn, keep_reading};
 
 /// Two daemons of one deployment: `a` and its peer `b`.
 async fn two_daemons() -> (TestApp, TestApp) {
@@ -262,7 +263,7 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
         let name = format!("READ_KEY_{n}");
         let id = a.pending_widget(&agent, &session, &[&name]).await;
         for _ in 0..2 {
-            assert_eq!(status(&a, &agent, &id).await, "pending");
+            assert_eq!(widget_status(&a, &agent, &id).await, "pending");
             assert_eq!(mcp_status(id.clone()).await, "pending");
         }
         let (path, expected) = answer_in_turn(&b, &browser, &id, &name, n).await;
@@ -270,8 +271,14 @@ async fn a_widget_answered_on_one_daemon_shows_in_the_others_very_next_read() {
         // other half, each half with submits and dismissals: the first
         // read after the answer is the one a kept row would fool.
         let (first, second) = match n % 4 < 2 {
-            true => (mcp_status(id.clone()).await, status(&a, &agent, &id).await),
-            false => (status(&a, &agent, &id).await, mcp_status(id.clone()).await),
+            true => (
+                mcp_status(id.clone()).await,
+                widget_status(&a, &agent, &id).await,
+            ),
+            false => (
+                widget_status(&a, &agent, &id).await,
+                mcp_status(id.clone()).await,
+            ),
         };
         for (via, seen) in [("the first", first), ("the second", second)] {
             assert_eq!(

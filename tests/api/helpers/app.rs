@@ -116,15 +116,7 @@ impl TestApp {
 
     /// A session created through the API; returns (session_id, agent_token).
     pub async fn session(&self, token: &str) -> (String, String) {
-        let response = self
-            .post_json("/api/v1/sessions", token, &json!({ "title": "test" }))
-            .await;
-        assert_eq!(response.status(), StatusCode::CREATED);
-        let body: Value = response.json().await.unwrap();
-        (
-            body["session_id"].as_str().unwrap().to_owned(),
-            body["agent_token"].as_str().unwrap().to_owned(),
-        )
+        titled_session(self, token, "test").await
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Response {
@@ -264,4 +256,18 @@ pub async fn share(app: &TestApp, host: &str, session: &str, body: Value) -> Val
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     r.json().await.unwrap()
+}
+
+/// A session titled `title`, created through the API with `host`'s token;
+/// returns (session_id, agent_token).
+pub async fn titled_session(app: &TestApp, host: &str, title: &str) -> (String, String) {
+    let r = app
+        .post_json("/api/v1/sessions", host, &json!({ "title": title }))
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let body: Value = r.json().await.unwrap();
+    (
+        body["session_id"].as_str().unwrap().to_owned(),
+        body["agent_token"].as_str().unwrap().to_owned(),
+    )
 }

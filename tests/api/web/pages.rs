@@ -8,6 +8,7 @@ use widgetd_domain::auth::Role;
 
 use crate::helpers::chrome::Chrome;
 use crate::helpers::new_widget;
+use crate::helpers::titled_session;
 use crate::helpers::{Browser, TestApp, spawn_app};
 
 /// A daemon with something on every page: a transcript holding each widget
@@ -396,18 +397,6 @@ async fn icons_dark_mode_and_a_phone_sized_screen() {
         "the first Tab shows where focus is"
     );
     chrome.close().await;
-}
-
-async fn titled_session(app: &TestApp, host: &str, title: &str) -> (String, String) {
-    let r = app
-        .post_json("/api/v1/sessions", host, &json!({ "title": title }))
-        .await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    (
-        body["session_id"].as_str().unwrap().to_owned(),
-        body["agent_token"].as_str().unwrap().to_owned(),
-    )
 }
 
 /// The session ids listed on `html`, in order.

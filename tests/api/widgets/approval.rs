@@ -295,7 +295,6 @@ async fn inputs_are_shown_readably_and_bad_requests_have_codes() {
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 
-use crate::helpers::Browser;
 use crate::helpers::ask;
 use crate::helpers::chrome::Chrome;
 
@@ -327,19 +326,6 @@ async fn mcp_call(client: &McpClient, tool: &'static str, arguments: Value) -> V
         .unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     result.structured_content.expect("structured content")
-}
-
-/// The transcript page as `browser` sees it (200).
-async fn transcript(app: &TestApp, browser: &Browser, session: &str) -> String {
-    let r = app
-        .client
-        .get(format!("{}/sessions/{session}", app.url))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.text().await.unwrap()
 }
 
 /// The `<section>` of widget `id` in a transcript page.
@@ -589,7 +575,7 @@ async fn a_denied_request_shows_the_reason_after_reload() {
     .await;
     assert_eq!(created["status"], "pending");
     let id = created["widget_id"].as_str().unwrap();
-    let page = transcript(&app, &browser, &session).await;
+    let page = app.page(&browser, &format!("/sessions/{session}")).await;
     assert!(
         card_of(&page, id).contains(&format!(r#"id="w-{id}-reason" name="reason""#)),
         "{page}"
@@ -610,7 +596,7 @@ async fn a_denied_request_shows_the_reason_after_reload() {
 
     // Loaded twice (a reload): the denial and its reason stay.
     for load in 0..2 {
-        let page = transcript(&app, &browser, &session).await;
+        let page = app.page(&browser, &format!("/sessions/{session}")).await;
         let card = card_of(&page, id);
         assert!(
             card.contains(r#"data-status="submitted""#),
@@ -687,7 +673,7 @@ async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
     .unwrap();
     tx.commit().await.unwrap();
 
-    let page = transcript(&app, &browser, &session).await;
+    let page = app.page(&browser, &format!("/sessions/{session}")).await;
     let unknown = card_of(&page, &future);
     assert!(unknown.contains("<h2>Unsupported widget</h2>"), "{unknown}");
     assert!(unknown.contains("<code>future_widget</code>"), "{unknown}");
@@ -744,7 +730,7 @@ async fn an_unknown_widget_kind_renders_as_an_unsupported_card() {
     .await;
 
     // The page still loads, both cards still there.
-    let page = transcript(&app, &browser, &session).await;
+    let page = app.page(&browser, &format!("/sessions/{session}")).await;
     assert!(card_of(&page, &future).contains("Unsupported widget"));
     assert!(card_of(&page, &env).contains(r#"name="value.ANY_KEY""#));
 

@@ -13,15 +13,7 @@ use crate::helpers::chrome::Chrome;
 use crate::helpers::chrome::texts;
 use crate::helpers::mcp::{call, connect, error_code, structured};
 use crate::helpers::{Scene, TestApp, scene, spawn_app, spawn_postgres_app};
-use crate::helpers::{ask, prompt_texts, submit_form, widget};
-
-async fn pending(app: &TestApp, agent: &str, session: &str, body: &Value) -> String {
-    let r = ask(app, agent, session, "approval", body).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["status"], "pending", "{body}");
-    body["widget_id"].as_str().unwrap().to_owned()
-}
+use crate::helpers::{ask, created, prompt_texts, submit_form, widget};
 
 async fn code_of(r: reqwest::Response) -> (StatusCode, String) {
     let status = r.status();
@@ -62,7 +54,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
     let alice = app.login("alice").await;
 
     // Editing needs the agent's `allow_edit`.
-    let id = pending(&app, &agent, &session, &rm_build(false)).await;
+    let id = created(ask(&app, &agent, &session, "approval", &rm_build(false)).await).await;
     let page = app.page(&alice, &format!("/sessions/{session}")).await;
     assert!(
         !page.contains("name=\"edited_input\""),
@@ -110,7 +102,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
     );
 
     // With `allow_edit`: the edit box, refusals with codes, then the edit.
-    let id = pending(&app, &agent, &session, &rm_build(true)).await;
+    let id = created(ask(&app, &agent, &session, "approval", &rm_build(true)).await).await;
     let page = app.page(&alice, &format!("/sessions/{session}")).await;
     assert!(
         page.contains(&format!("id=\"w-{id}-edit\" name=\"edited_input\"")),
@@ -185,7 +177,7 @@ async fn the_person_edits_the_input_and_comments_and_the_agent_gets_both() {
     );
 
     // A denial keeps its reason as before (and as a comment).
-    let id = pending(&app, &agent, &session, &rm_build(true)).await;
+    let id = created(ask(&app, &agent, &session, "approval", &rm_build(true)).await).await;
     let r = submit_form(
         &app,
         &alice,
@@ -345,7 +337,7 @@ async fn always_scopes_on(app: TestApp) {
     let (other, other_agent) = app.session(&host).await;
     let alice = app.login("alice").await;
     let ls = json!({ "tool": "Bash", "input": { "command": "ls -la" } });
-    let id = pending(&app, &agent, &session, &ls).await;
+    let id = created(ask(&app, &agent, &session, "approval", &ls).await).await;
     let r = submit_form(
         &app,
         &alice,
@@ -369,7 +361,7 @@ async fn always_scopes_on(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(again["status"], "already_present", "{again}");
-    let elsewhere = pending(&app, &other_agent, &other, &ls).await;
+    let elsewhere = created(ask(&app, &other_agent, &other, "approval", &ls).await).await;
     let page = app.page(&alice, "/settings/approvals").await;
     assert!(
         page.contains(&format!(
@@ -401,7 +393,17 @@ async fn always_scopes_on(app: TestApp) {
     let r = submit_form(
         &app,
         &alice,
-        &pending(&app, &agent, &session, &json!({ "tool": "x", "input": {} })).await,
+        &created(
+            ask(
+                &app,
+                &agent,
+                &session,
+                "approval",
+                &json!({ "tool": "x", "input": {} }),
+            )
+            .await,
+        )
+        .await,
         &[("decision", "always"), ("scope", "forever")],
     )
     .await;
@@ -453,7 +455,7 @@ async fn several_approvers_on(app: TestApp) {
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 
-    let id = pending(&app, &agent, &session, &deploy).await;
+    let id = created(ask(&app, &agent, &session, "approval", &deploy).await).await;
     let (alice, bob) = (app.login("alice").await, app.login("bob").await);
     let r = submit_form(&app, &alice, &id, &[("decision", "always")]).await;
     assert_eq!(
@@ -520,7 +522,7 @@ async fn several_approvers_on(app: TestApp) {
     );
 
     // The first denial ends it at once; a viewer cannot vote.
-    let id = pending(&app, &agent, &session, &deploy).await;
+    let id = created(ask(&app, &agent, &session, "approval", &deploy).await).await;
     let carol = app.login("carol").await;
     let r = submit_form(&app, &carol, &id, &[("decision", "once")]).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
@@ -559,7 +561,7 @@ async fn edit_and_scope_in_chromium() {
         .open(&format!("{}/sessions/{session}", app.url))
         .await;
     chrome.wait_css("#transcript").await;
-    let id = pending(&app, &agent, &session, &rm_build(true)).await;
+    let id = created(ask(&app, &agent, &session, "approval", &rm_build(true)).await).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&format!("#w-{id}-edit")).await;
     assert_eq!(

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
-use reqwest::{Response, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
@@ -55,15 +55,6 @@ fn two_questions_waiting(wait: u64) -> Value {
     let mut body = two_questions();
     body["wait_seconds"] = json!(wait);
     body
-}
-
-async fn ask_user(app: &TestApp, agent: &str, session: &str, body: &Value) -> Response {
-    app.post_json(
-        &format!("/api/v1/sessions/{session}/widgets/ask-user"),
-        agent,
-        body,
-    )
-    .await
 }
 
 /// The transcript page as `browser` sees it.
@@ -249,7 +240,7 @@ async fn a_typed_other_answer_is_returned_as_typed() {
         session,
         agent,
     } = scene(&app, "alice").await;
-    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     let browser = app.login("alice").await;
     let typed = "  DuckDB — \"embedded\", please\t ";
 
@@ -434,7 +425,14 @@ async fn wait_seconds_returns_the_answer_or_pending() {
 
     // (b) Nobody answers in time: `pending`, never a default answer.
     let started = Instant::now();
-    let r = ask_user(&app, &agent, &session, &two_questions_waiting(1)).await;
+    let r = ask(
+        &app,
+        &agent,
+        &session,
+        "ask-user",
+        &two_questions_waiting(1),
+    )
+    .await;
     assert!(
         started.elapsed() >= Duration::from_millis(900),
         "it did not wait"
@@ -468,7 +466,14 @@ async fn wait_seconds_returns_the_answer_or_pending() {
 
     // (c) Longer than 300 s is refused, over REST and MCP alike.
     let before = app.count("SELECT count(*) FROM widgets").await;
-    let r = ask_user(&app, &agent, &session, &two_questions_waiting(301)).await;
+    let r = ask(
+        &app,
+        &agent,
+        &session,
+        "ask-user",
+        &two_questions_waiting(301),
+    )
+    .await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "wait_too_long", None).await;
     let simple = json!({ "question": "Deploy now?", "wait_seconds": 301 });
     let r = ask(&app, &agent, &session, "ask", &simple).await;
@@ -533,7 +538,7 @@ async fn question_validation_has_stable_codes() {
         ),
     ];
     for (body, code) in ask_user_cases {
-        let r = ask_user(&app, &agent, &session, &body).await;
+        let r = ask(&app, &agent, &session, "ask-user", &body).await;
         assert_eq!(
             r.status(),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -564,7 +569,7 @@ async fn question_validation_has_stable_codes() {
     assert_eq!(app.count("SELECT count(*) FROM prompts").await, 0);
 
     // Answers are checked too; a refused answer leaves the question open.
-    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     let browser = app.login("alice").await;
     let answer_cases = [
         (json!({ "answer.0": "SQLite" }), "answer_required"),
@@ -627,7 +632,7 @@ async fn questions_in_a_real_browser() {
     chrome.mark_document().await;
 
     // The agent asks while the page is open: the card arrives live.
-    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     let card = format!("#w-{id}");
     chrome.wait_css(&format!("{card} form.needs-choice")).await;
     assert!(chrome.same_document().await, "the card came by a reload");
@@ -794,7 +799,8 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
     } = scene(&app, "alice").await;
     let browser = app.login("alice").await;
 
-    let dismissed = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let dismissed =
+        created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     let r = app
         .post_form(&browser, &format!("/widgets/{dismissed}/dismiss"), &[])
         .await;
@@ -808,7 +814,8 @@ async fn dismissed_expired_cancelled_questions_prompt_plainly() {
         "{text}"
     );
 
-    let expiring = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let expiring =
+        created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     sqlx::query("UPDATE widgets SET expires_at = 0 WHERE id = $1")
         .bind(&expiring)
         .execute(&app.state.db.write)
@@ -1138,7 +1145,7 @@ async fn typed_answers_holding_a_stored_value_are_refused() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let browser = app.login("alice").await;
-    let id = created_alone(ask_user(&app, &agent, &session, &two_questions()).await).await;
+    let id = created_alone(ask(&app, &agent, &session, "ask-user", &two_questions()).await).await;
     let env = app.pending_widget(&agent, &session, &["OTHER_KEY"]).await;
     let page = transcript_html(&app, &browser, &session).await;
     assert!(card(&page, &id).contains("sent to the agent — never type secrets here"));

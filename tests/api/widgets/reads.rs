@@ -9,22 +9,14 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use serde_json::Value;
 use widgetd_domain::auth::Role;
 
 use tokio::task::JoinHandle;
 
+use crate::helpers::widget_status;
 use crate::helpers::{
     Browser, COMMAND_LIMIT, TestApp, output_async_within, spawn_sqlite_app, widgetd,
 };
-
-/// `GET /api/v1/widgets/{id}` with `token`: the widget's status.
-pub(crate) async fn status(app: &TestApp, token: &str, id: &str) -> String {
-    let r = app.get(&format!("/api/v1/widgets/{id}"), token).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let body: Value = r.json().await.unwrap();
-    body["status"].as_str().unwrap().to_owned()
-}
 
 /// Reads widget `busy` with `agent` back to back until aborted, as other
 /// agents do under load: the daemon's epoch and stamp reads are then shared
@@ -73,7 +65,7 @@ pub(crate) async fn answer_in_turn(
 /// Reads `id` twice and asserts it is pending both times.
 async fn kept_pending(app: &TestApp, token: &str, id: &str) {
     for _ in 0..2 {
-        assert_eq!(status(app, token, id).await, "pending");
+        assert_eq!(widget_status(app, token, id).await, "pending");
     }
 }
 
@@ -102,7 +94,7 @@ async fn an_answer_in_the_browser_shows_in_the_agents_very_next_read() {
             kept_pending(&app, &agent, &id).await;
             let (path, expected) = answer_in_turn(&app, &browser, &id, &name, n).await;
             assert_eq!(
-                status(&app, &agent, &id).await,
+                widget_status(&app, &agent, &id).await,
                 expected,
                 "the agent's read after the {path} (round {round}, widget {n})"
             );
@@ -132,6 +124,6 @@ async fn a_session_archived_by_the_cli_shows_its_widgets_cancelled_within_the_po
         // The CLI has committed; a read that asks a poll's bound later
         // sees it, whatever the daemon read in between.
         tokio::time::sleep(widgetd_domain::db::POLL + Duration::from_millis(1)).await;
-        assert_eq!(status(&app, &host, &id).await, "cancelled");
+        assert_eq!(widget_status(&app, &host, &id).await, "cancelled");
     }
 }
