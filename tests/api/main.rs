@@ -4,13 +4,14 @@
 //! One folder per area of the code (`tests/README.md` has the map); what
 //! the tests share is in `helpers/`.
 
-mod agents;
 mod auth;
 mod cli;
 mod connect;
 mod db;
 mod demo;
 mod exec;
+// Shared with tests/slow, which uses the parts this binary does not.
+#[allow(dead_code)]
 mod helpers;
 mod hooks;
 mod host;

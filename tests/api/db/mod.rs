@@ -6,12 +6,7 @@
 pub mod backup;
 pub mod copy;
 pub mod corruption;
-pub mod faults;
-pub mod faults_postgres;
 pub mod group_commit;
 pub mod pg_concurrency;
-pub mod pg_server;
 pub mod pipe;
-pub mod scale_out;
-pub mod throughput;
 pub mod upgrade;

@@ -271,3 +271,20 @@ pub async fn titled_session(app: &TestApp, host: &str, title: &str) -> (String, 
         body["agent_token"].as_str().unwrap().to_owned(),
     )
 }
+
+pub async fn add_webhook(
+    app: &crate::helpers::TestApp,
+    token: &str,
+    url: &str,
+    format: &str,
+) -> Value {
+    let r = app
+        .post_json(
+            "/api/v1/webhooks",
+            token,
+            &json!({ "url": url, "format": format }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    r.json().await.unwrap()
+}

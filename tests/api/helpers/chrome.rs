@@ -16,8 +16,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::PASSWORD;
-use crate::helpers::free_port;
+use crate::helpers::{PASSWORD, TestApp, free_port};
 
 /// How long any wait in a browser test may take.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -407,4 +406,90 @@ pub async fn texts(chrome: &Chrome, css: &str) -> Value {
             "return [...document.querySelectorAll('{css}')].map(e => e.textContent.trim());"
         ))
         .await
+}
+
+/// Markup that, if it ran, sets `window.__xss` or the title. Each fits the
+/// shortest field it goes into (placeholders: 120 characters).
+pub const XSS: &[&str] = &[
+    "<script>window.__xss=1</script>",
+    "<img src=x onerror=\"window.__xss=1\">",
+    "<svg onload=\"window.__xss=1\"><circle r=\"9\"/></svg>",
+    "[link](javascript:window.__xss=1)",
+    "[upper](JaVaScRiPt:window.__xss=1)",
+    "[entity](&#106;avascript:window.__xss=1)",
+    "<javascript:window.__xss=1>",
+    "&lt;script&gt;window.__xss=1&lt;/script&gt;",
+    "<a href=\"javascript:window.__xss=1\">x</a>",
+    "<a href=\"jav&#x09;ascript:window.__xss=1\">tab</a>",
+    "<iframe src=\"javascript:window.__xss=1\"></iframe>",
+    "\"><script>document.title='pwned'</script>",
+    "'><img src=x onerror=document.title='pwned'>",
+    "![img](x\" onerror=\"window.__xss=1)",
+    "[data](data:text/html;base64,PHNjcmlwdD53aW5kb3cuX194c3M9MTwvc2NyaXB0Pg==)",
+    "<math><mtext><table><mglyph><style><img src=x onerror=window.__xss=1>",
+    "<details open ontoggle=\"window.__xss=1\">d</details>",
+    "<body onload=window.__xss=1><base href=\"javascript:/\">",
+];
+
+/// Everything in the page that could run script or load something, plus
+/// what a test checks about it (agent-written markdown, in `.instructions`
+/// and `.markdown`, holds only the allowed tags). Fails the test with what
+/// it found.
+pub async fn assert_inert(chrome: &Chrome, title: &str) {
+    let found = chrome
+        .js(r#"
+            const html = (e) => e.outerHTML.slice(0, 160);
+            const allowed = ['P', 'BR', 'A', 'EM', 'STRONG', 'CODE', 'UL', 'OL', 'LI'];
+            return {
+              xss: typeof window.__xss,
+              title: document.title,
+              forbidden: [...document.querySelectorAll(
+                'script:not([src]), iframe, frame, object, embed, math, img:not(.annotation-image), style, base, ' +
+                '[onerror], [onload], [srcdoc], a[href^="javascript"], ' +
+                // The page's own icons only: in a badge or a speaker line,
+                // drawn with plain shapes.
+                'svg:not(.badge > svg.icon):not(.speaker > svg.icon):not(.rank-handle > svg.icon), ' +
+                'svg.icon *:not(circle, line, polyline, path, rect)')].map(html),
+              handlers: [...document.querySelectorAll('*')]
+                .filter(e => [...e.attributes].some(a => a.name.toLowerCase().startsWith('on')))
+                .map(html),
+              links: [...document.querySelectorAll('a[href], area[href]')]
+                .filter(a => !['http:', 'https:'].includes(a.protocol)).map(html),
+              scripts: [...document.scripts].map(s => s.getAttribute('src')),
+              // An annotation's image is the daemon's own, and nothing else.
+              images: [...document.querySelectorAll('img.annotation-image')]
+                .filter(i => !/^\/widgets\/[A-Za-z0-9_-]+\/image$/.test(i.getAttribute('src'))).map(html),
+              instructions: [...document.querySelectorAll('.instructions *, .markdown *')]
+                .filter(e => !allowed.includes(e.tagName)
+                  || [...e.attributes].some(a => !['href', 'rel'].includes(a.name)))
+                .map(html),
+            };
+            "#)
+        .await;
+    assert_eq!(found["xss"], "undefined", "injected script ran: {found:#}");
+    // The page prefixes the count of waiting requests: "(3) title".
+    let shown = found["title"].as_str().unwrap_or_default();
+    let shown = shown
+        .strip_prefix('(')
+        .and_then(|rest| rest.split_once(") "))
+        .filter(|(n, _)| n.parse::<u32>().is_ok())
+        .map_or(shown, |(_, rest)| rest);
+    assert_eq!(shown, title, "{found:#}");
+    for key in ["forbidden", "handlers", "links", "instructions", "images"] {
+        assert_eq!(found[key], json!([]), "{key} reached the DOM: {found:#}");
+    }
+    assert_eq!(found["scripts"], json!(["/static/app.js"]), "{found:#}");
+}
+
+/// Chromium signed in as `user` on `session`'s transcript, the document
+/// marked so a test can tell that cards arrived without a reload.
+pub async fn open_transcript(app: &TestApp, user: &str, session: &str) -> Chrome {
+    let chrome = Chrome::launch().await;
+    chrome.sign_in(&app.url, user).await;
+    chrome
+        .open(&format!("{}/sessions/{session}", app.url))
+        .await;
+    chrome.wait_css("#transcript").await;
+    chrome.mark_document().await;
+    chrome
 }

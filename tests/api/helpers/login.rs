@@ -151,3 +151,17 @@ pub async fn login_at(client: &Client, url: &str, user: &str) -> Browser {
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "{user} logs in");
     signed_in(client, url, &r).await
 }
+
+pub async fn reply(
+    app: &TestApp,
+    browser: &Browser,
+    session: &str,
+    text: &str,
+) -> reqwest::Response {
+    app.post_form(
+        browser,
+        &format!("/sessions/{session}/reply"),
+        &[("text", text)],
+    )
+    .await
+}

@@ -6,9 +6,9 @@ use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::app::TestApp;
+use super::app::{Scene, TestApp, scene, spawn_app_with};
 
 pub type McpClient = RunningService<RoleClient, ()>;
 
@@ -62,4 +62,45 @@ pub async fn clarify_over_mcp(client: &McpClient, body: Value) -> String {
     let made = structured(call(client, "request_clarification", body).await);
     assert_eq!(made["status"], "pending", "{made}");
     made["widget_id"].as_str().unwrap().to_owned()
+}
+
+/// The actors of the audit rows of `action` for `widget`, as stored.
+pub async fn actors(app: &TestApp, action: &str, widget: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT actor FROM audit_log WHERE action = $1 AND widget_id = $2 ORDER BY id",
+    )
+    .bind(action)
+    .bind(widget)
+    .fetch_all(&app.state.db.read)
+    .await
+    .unwrap()
+}
+
+/// An app whose operator allows both modes (`serve --elicitation both`).
+pub async fn form_app() -> TestApp {
+    spawn_app_with(|s| s.domain.elicitation = widgetd::mcp::Elicitation::Both).await
+}
+
+/// `user`'s scene, with a session whose host opted in to both modes.
+pub async fn opted_in(app: &TestApp, user: &str) -> Scene {
+    let (scene, modes) = opted_in_as(app, user, "both").await;
+    assert_eq!(modes, "both");
+    scene
+}
+
+/// `user`'s scene with a session created with `"elicitation": modes`, and
+/// what the daemon says it will use.
+pub async fn opted_in_as(app: &TestApp, user: &str, modes: &str) -> (Scene, String) {
+    let mut scene = scene(app, user).await;
+    let r = app
+        .post_json(
+            "/api/v1/sessions",
+            &scene.host,
+            &json!({ "elicitation": modes }),
+        )
+        .await;
+    let created: Value = r.json().await.unwrap();
+    scene.agent = created["agent_token"].as_str().unwrap().to_owned();
+    scene.session = created["session_id"].as_str().unwrap().to_owned();
+    (scene, created["elicitation"].as_str().unwrap().to_owned())
 }

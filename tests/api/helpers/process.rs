@@ -321,3 +321,12 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+pub fn interrupt(child: &tokio::process::Child) {
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}

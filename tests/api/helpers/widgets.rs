@@ -4,9 +4,11 @@
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
-use super::app::TestApp;
+use super::app::{Scene, TestApp, assert_error};
 use super::login::Browser;
+use super::mcp::{McpClient, call, error_code};
 
 /// `POST /api/v1/sessions/{session}/widgets/{kind}` as `agent`: asks a
 /// widget of `kind` (`env-vars`, `ask`, `ask-user`, `fields`, `approval`,
@@ -157,4 +159,124 @@ pub async fn new_widget(
     body: &Value,
 ) -> String {
     created_id(ask(app, agent, session, kind, body).await).await
+}
+
+/// Reads widget `busy` with `agent` back to back until aborted, as other
+/// agents do under load: the daemon's epoch and stamp reads are then shared
+/// and never more than a few milliseconds old.
+pub fn keep_reading(app: &TestApp, agent: &str, busy: &str) -> JoinHandle<()> {
+    let (client, url, agent) = (
+        app.client.clone(),
+        format!("{}/api/v1/widgets/{busy}", app.url),
+        agent.to_owned(),
+    );
+    tokio::spawn(async move {
+        loop {
+            let r = client.get(&url).bearer_auth(&agent).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+        }
+    })
+}
+
+/// Answers the `n`th widget, `id`, asking for `name`, through `browser`'s
+/// form on `app`: submits the even ones, dismisses the odd ones. Returns
+/// what was done and the status the widget must now show.
+pub async fn answer_in_turn(
+    app: &TestApp,
+    browser: &Browser,
+    id: &str,
+    name: &str,
+    n: usize,
+) -> (&'static str, &'static str) {
+    let field = format!("value.{name}");
+    let (path, fields, expected) = if n.is_multiple_of(2) {
+        (
+            "submit",
+            vec![(field.as_str(), "v"), ("scope", "session")],
+            "submitted",
+        )
+    } else {
+        ("dismiss", vec![], "dismissed")
+    };
+    let r = app
+        .post_form(browser, &format!("/widgets/{id}/{path}"), &fields)
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
+    (path, expected)
+}
+
+/// That a refused answer changed nothing: still pending, no prompt, no
+/// `widget.submit` audit row.
+pub async fn unchanged(app: &TestApp, scene: &Scene, id: &str) {
+    assert_eq!(widget(app, &scene.agent, id).await["status"], "pending");
+    assert!(app.prompts(&scene.host, &scene.session, 0).await.is_empty());
+    let sql = format!(
+        "SELECT count(*) FROM audit_log WHERE widget_id = '{id}' AND action = 'widget.submit'"
+    );
+    assert_eq!(app.count(&sql).await, 0);
+}
+
+/// That `body` is refused with `code` over REST (`422`, its body without
+/// `hidden`) and over MCP alike, creating nothing; returns the REST message.
+pub async fn refused_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    code: &str,
+    hidden: Option<&str>,
+) -> String {
+    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
+    let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, hidden).await;
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        code
+    );
+    message
+}
+
+/// That a `body` of the wrong shape is `400 invalid_body` over REST, its
+/// message ending with the path `at` (and its body without `hidden`), and
+/// `invalid_body` over MCP.
+pub async fn malformed_on_both(
+    app: &TestApp,
+    (scene, client): (&Scene, &McpClient),
+    body: &Value,
+    at: &str,
+    hidden: Option<&str>,
+) {
+    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
+    let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", hidden).await;
+    assert!(message.ends_with(at), "{message}");
+    assert_eq!(
+        error_code(&call(client, "request_clarification", body.clone()).await),
+        "invalid_body"
+    );
+}
+
+pub async fn dismissed(app: &TestApp, browser: &Browser, id: &str) {
+    let r = app
+        .post_form(
+            browser,
+            &format!("/widgets/{id}/dismiss"),
+            &[("note", "later")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{id} is dismissed");
+}
+
+pub async fn last_prompt(app: &TestApp, host: &str, session: &str) -> String {
+    let prompts = app.prompts(host, session, 0).await;
+    prompts.last().expect("a prompt is queued")["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The `<section>` of widget `id` in a transcript page.
+pub fn card<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!(r#"id="w-{id}""#))
+        .unwrap_or_else(|| panic!("no card for {id} in {page}"));
+    let end = page[start..].find("</section>").unwrap() + start;
+    &page[start..end]
 }

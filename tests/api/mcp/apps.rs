@@ -13,9 +13,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::helpers::mcp::error_code;
+use crate::helpers::mcp::{actors, error_code, form_app, opted_in};
 use crate::helpers::{TestApp, scene, spawn_app};
-use crate::mcp::elicitation::{actors, audited, form_app, opted_in};
+use crate::mcp::elicitation::audited;
 
 const URI: &str = "ui://widgetd/widget.html";
 const MIME: &str = "text/html;profile=mcp-app";
@@ -363,8 +363,8 @@ async fn every_question_kind_renders_in_the_app() {
     let app = form_app().await;
     let alice = opted_in(&app, "alice").await;
     let host = host(&app, &alice.agent, true, false).await;
-    let image = base64::engine::general_purpose::STANDARD
-        .encode(crate::widgets::clarification::annotation::png(40, 30));
+    let image =
+        base64::engine::general_purpose::STANDARD.encode(crate::helpers::samples::png(40, 30));
     let item = |id: &str| json!({ "id": id, "label": format!("Item {id}") });
     let clarify = |widget: Value| json!({ "question": "Which?", "widget": widget });
     let cases = [

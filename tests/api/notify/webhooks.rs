@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use widgetd_notify::webhooks::decode_secret;
 use widgetd_notify::webhooks::delivery::sign_with;
 
-use crate::helpers::{COMMAND_LIMIT, OutputWithin};
-use crate::helpers::{Daemon, Scene, canary, client, scene, spawn_app_with, stdout, widgetd};
+use crate::helpers::{
+    COMMAND_LIMIT, Daemon, OutputWithin, Scene, add_webhook, canary, client, scene, spawn_app_with,
+    stdout, widgetd,
+};
 
 /// One request as the receiver got it.
 #[derive(Clone, Debug)]
@@ -93,23 +95,6 @@ fn assert_signed(r: &Received, secret: &str) {
     );
     let wrong = sign_with(b"another key", id, ts, r.body.as_bytes());
     assert_ne!(header(r, "webhook-signature"), wrong);
-}
-
-pub async fn add_webhook(
-    app: &crate::helpers::TestApp,
-    token: &str,
-    url: &str,
-    format: &str,
-) -> Value {
-    let r = app
-        .post_json(
-            "/api/v1/webhooks",
-            token,
-            &json!({ "url": url, "format": format }),
-        )
-        .await;
-    assert_eq!(r.status(), Status::CREATED);
-    r.json().await.unwrap()
 }
 
 #[tokio::test]

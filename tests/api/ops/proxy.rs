@@ -15,8 +15,7 @@ use serde_json::json;
 use widgetd::forwarded::IpRange;
 use widgetd_domain::auth::Role;
 
-use crate::helpers::free_port;
-use crate::helpers::{PASSWORD, spawn_app_with, test_dir};
+use crate::helpers::{PASSWORD, free_port, spawn_app_with, test_dir};
 
 /// The name the certificate is made for; the client resolves it to loopback.
 const NAME: &str = "widgetd.test";

@@ -2,6 +2,8 @@
 //! REST API and the command line: revoking locks the agent out without
 //! archiving, a new token is shown once, a session created in the browser
 //! is created once (POST/redirect/GET), and every change is audited.
+//!
+//! The tests that drive Chromium are in `tests/slow/sessions/admin.rs`.
 
 use std::time::Duration;
 
@@ -9,9 +11,11 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::chrome::{Chrome, WAIT};
-use crate::helpers::{Browser, Daemon, TestApp, client, scene, spawn_app, stderr, widgetd};
-use crate::helpers::{COMMAND_LIMIT, OutputWithin};
+use crate::helpers::chrome::WAIT;
+use crate::helpers::{
+    Browser, COMMAND_LIMIT, Daemon, OutputWithin, TestApp, client, scene, spawn_app, stderr,
+    widgetd,
+};
 
 /// Whether `agent` may still act on `session` (asks for a widget).
 async fn agent_works(app_url: &str, agent: &str, session: &str) -> StatusCode {
@@ -277,45 +281,6 @@ async fn the_settings_panel_creates_once_reissues_revokes_and_archives() {
             .await,
         1
     );
-}
-
-#[tokio::test]
-async fn a_session_created_in_the_browser_survives_a_reload_once() {
-    let app = spawn_app().await;
-    app.user("alice", Role::Member).await;
-    let chrome = Chrome::launch().await;
-    chrome.sign_in(&app.url, "alice").await;
-    chrome
-        .css("#title")
-        .await
-        .send_keys("Tidy the logs")
-        .await
-        .unwrap();
-    chrome
-        .css("form[action='/sessions'] button[type=submit]")
-        .await
-        .click()
-        .await
-        .unwrap();
-    let token = chrome.wait_css("#agent-token").await.text().await.unwrap();
-    assert!(token.starts_with("wda_"), "{token}");
-    assert!(
-        chrome
-            .current_url()
-            .await
-            .unwrap()
-            .path()
-            .ends_with("/settings"),
-        "the form redirected to the session's settings"
-    );
-    chrome.refresh().await.unwrap();
-    chrome.wait_css("#agent").await;
-    assert_eq!(chrome.count("#agent-token").await, 0, "shown twice");
-    assert_eq!(app.count("SELECT count(*) FROM sessions").await, 1);
-    chrome.back().await.unwrap();
-    chrome.wait_css("#title").await;
-    assert_eq!(app.count("SELECT count(*) FROM sessions").await, 1);
-    chrome.close().await;
 }
 
 fn ok_json(command: &mut std::process::Command) -> Value {

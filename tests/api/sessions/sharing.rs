@@ -6,8 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::share;
-use crate::helpers::{assert_error, canary, scene, spawn_app};
+use crate::helpers::{assert_error, canary, scene, share, spawn_app};
 
 #[tokio::test]
 async fn a_prompt_user_answers_into_the_creators_store_and_a_view_user_cannot() {

@@ -10,9 +10,9 @@ use reqwest::StatusCode;
 use rmcp::model::ElicitRequestParams;
 use serde_json::{Value, json};
 
-use crate::helpers::{Scene, TestApp, scene, spawn_app};
-use crate::helpers::{ask, created, widget_status};
-use crate::mcp::elicitation::{Declares, accept, actors, audited, call, desk, form_app, opted_in};
+use crate::helpers::mcp::{actors, form_app, opted_in};
+use crate::helpers::{Scene, TestApp, ask, created, scene, spawn_app, widget_status};
+use crate::mcp::elicitation::{Declares, accept, audited, call, desk};
 
 /// A 2026-07-28 retry of `tool` as the agent would forge it: `state` as
 /// its `requestState` and `response` as the person's.

@@ -4,16 +4,20 @@
 //! creator's sessions, and a request may need several approvers. Over
 //! REST, the rmcp client, a Claude Code hook, plain form posts and a real
 //! Chromium.
+//!
+//! The tests that drive Chromium are in
+//! `tests/slow/widgets/approval_edit.rs`.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::chrome::Chrome;
-use crate::helpers::chrome::texts;
 use crate::helpers::mcp::{call, connect, error_code, structured};
-use crate::helpers::{Scene, TestApp, scene, spawn_app, spawn_postgres_app};
-use crate::helpers::{ask, created, prompt_texts, submit_form, widget};
+use crate::helpers::samples::rm_build;
+use crate::helpers::{
+    Scene, TestApp, ask, created, prompt_texts, scene, spawn_app, spawn_postgres_app, submit_form,
+    widget,
+};
 
 async fn code_of(r: reqwest::Response) -> (StatusCode, String) {
     let status = r.status();
@@ -36,11 +40,6 @@ async fn audit_details(app: &TestApp, action: &str, widget: &str) -> Vec<String>
     .fetch_all(&app.state.db.read)
     .await
     .unwrap()
-}
-
-fn rm_build(allow_edit: bool) -> Value {
-    json!({ "tool": "Bash", "input": { "command": "rm -rf build", "timeout": 5 },
-            "reason": "clean the build", "allow_edit": allow_edit })
 }
 
 #[tokio::test]
@@ -545,75 +544,4 @@ async fn several_approvers_on(app: TestApp) {
         audit_details(&app, "widget.vote", &id).await,
         ["decision=once; approvals=1/2"]
     );
-}
-
-#[tokio::test]
-async fn edit_and_scope_in_chromium() {
-    let app = spawn_app().await;
-    let Scene {
-        host,
-        session,
-        agent,
-    } = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.sign_in(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    let id = created(ask(&app, &agent, &session, "approval", &rm_build(true)).await).await;
-    let card = format!("#w-{id}");
-    chrome.wait_css(&format!("#w-{id}-edit")).await;
-    assert_eq!(
-        chrome
-            .js(&format!(
-                "return JSON.parse(document.querySelector('#w-{id}-edit').value);"
-            ))
-            .await,
-        json!({ "command": "rm -rf build", "timeout": 5 })
-    );
-    assert_eq!(
-        chrome
-            .js(&format!(
-                "return document.querySelector('#w-{id}-scope-session').checked;"
-            ))
-            .await,
-        json!(true),
-        "\"Always\" is for this session unless the person says otherwise"
-    );
-    chrome
-        .js(&format!("document.querySelector('#w-{id}-edit').value = '{{\"command\": \"rm -rf build/cache\", \"timeout\": 5}}'; return true;"))
-        .await;
-    chrome
-        .css(&format!("#w-{id}-reason"))
-        .await
-        .send_keys("cache only")
-        .await
-        .unwrap();
-    chrome
-        .css(&format!("{card} button[value=once]"))
-        .await
-        .click()
-        .await
-        .unwrap();
-    chrome.wait_css(&format!("{card} .badge-submitted")).await;
-    assert_eq!(
-        texts(&chrome, &format!("{card} pre.edited-input")).await,
-        json!(["{\n  \"command\": \"rm -rf build/cache\",\n  \"timeout\": 5\n}"])
-    );
-    let badge = texts(&chrome, &format!("{card} .badge-submitted")).await;
-    assert!(
-        badge[0]
-            .as_str()
-            .unwrap()
-            .contains("with the input edited: cache only"),
-        "{badge}"
-    );
-    let done = widget(&app, &agent, &id).await;
-    assert_eq!(
-        done["result"]["edited_input"]["command"],
-        "rm -rf build/cache"
-    );
-    assert_eq!(prompt_texts(&app, &host, &session).await.len(), 1);
-    chrome.close().await;
 }

@@ -2,41 +2,17 @@
 //! the dismissal prompt and the result, the badge shows it, and a bad note
 //! (too long, control characters, one of the creator's stored values) is
 //! refused with a stable code, never echoed, changing nothing.
+//!
+//! The tests that drive Chromium are in `tests/slow/widgets/dismiss.rs`.
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::chrome::Chrome;
-use crate::helpers::{Browser, Scene, TestApp, assert_error, canary, scene, spawn_app};
-use crate::helpers::{ask, created, prompt_of, widget};
-
-/// A pending widget of each kind: (REST path, body, its dismissal prompt
-/// without a note).
-fn one_of_each() -> Vec<(&'static str, Value, &'static str)> {
-    vec![
-        (
-            "env-vars",
-            json!({ "names": ["SLACK_TOKEN"], "reason": "to post" }),
-            "[Agor] User dismissed the request for SLACK_TOKEN. Do not re-request immediately — ask whether to proceed without, or move on to other work.",
-        ),
-        (
-            "ask-user",
-            json!({ "questions": [{ "question": "Which?", "header": "Pick",
-                "options": [{ "label": "a" }, { "label": "b" }] }] }),
-            "[Agor] User dismissed your question without answering. Do not ask again immediately — decide how to proceed, or move on to other work.",
-        ),
-        (
-            "ask",
-            json!({ "question": "Deploy now?" }),
-            "[Agor] User dismissed your question without answering. Do not ask again immediately — decide how to proceed, or move on to other work.",
-        ),
-        (
-            "approval",
-            json!({ "tool": "Bash", "input": { "command": "ls" } }),
-            "[Agor] User dismissed the request to run Bash; it was not approved. Do not run it; ask the user how to proceed.",
-        ),
-    ]
-}
+use crate::helpers::samples::one_of_each;
+use crate::helpers::{
+    Browser, Scene, TestApp, ask, assert_error, canary, created, prompt_of, scene, spawn_app,
+    widget,
+};
 
 async fn dismiss_json(app: &TestApp, browser: &Browser, id: &str, body: &Value) -> Response {
     app.post_json_as(browser, &format!("/widgets/{id}/dismiss"), body)
@@ -160,48 +136,4 @@ async fn bad_notes_are_refused_and_change_nothing() {
             .await,
         0
     );
-}
-
-#[tokio::test]
-async fn a_note_typed_in_the_browser_goes_with_the_dismissal() {
-    let app = spawn_app().await;
-    let Scene {
-        host,
-        session,
-        agent,
-    } = scene(&app, "alice").await;
-    let (path, body, prompt) = &one_of_each()[0];
-    let id = created(ask(&app, &agent, &session, path, body).await).await;
-    let chrome = Chrome::launch().await;
-    chrome.sign_in(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    let card = format!("#w-{id}");
-    chrome
-        .wait_css(&format!("{card} .dismiss-note summary"))
-        .await
-        .click()
-        .await
-        .unwrap();
-    chrome
-        .css(&format!("#w-{id}-note"))
-        .await
-        .send_keys("not this week")
-        .await
-        .unwrap();
-    chrome
-        .css(&format!("{card} button[form=\"dismiss-{id}\"]"))
-        .await
-        .click()
-        .await
-        .unwrap();
-    let badge = chrome.wait_css(&format!("{card} .badge-dismissed")).await;
-    let text = badge.text().await.unwrap();
-    assert!(text.ends_with(": not this week"), "{text}");
-    assert_eq!(
-        prompt_of(&app, &host, &session, &id).await,
-        format!(r#"{prompt} User's note: "not this week""#)
-    );
-    chrome.close().await;
 }

@@ -7,8 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
-use crate::helpers::widget;
-use crate::helpers::{Scene, assert_error, canary, scene, spawn_app};
+use crate::helpers::{Scene, assert_error, canary, scene, spawn_app, widget};
 
 const SUBMITTED: &str = "[Agor] User submitted HUBSPOT_API_KEY (scope: global). You can now retry the operation that needed it.";
 

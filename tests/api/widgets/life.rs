@@ -3,18 +3,16 @@
 //! and replacing (`replaces`) its own pending widgets, and listing them
 //! (`list_pending_widgets`, `GET /api/v1/sessions/{id}/widgets`), over REST,
 //! the rmcp client, and the page with JavaScript on and off.
+//!
+//! The tests that drive Chromium are in `tests/slow/widgets/life.rs`.
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::chrome::{Chrome, wait_for};
+use crate::helpers::chrome::wait_for;
 use crate::helpers::mcp::{call, connect, error_code, structured};
-use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
-use crate::helpers::{ask, created, widget};
-
-fn question(text: &str) -> Value {
-    json!({ "question": text, "widget": "radio", "options": ["EU", "US"] })
-}
+use crate::helpers::samples::radio;
+use crate::helpers::{TestApp, ask, assert_error, canary, created, scene, spawn_app, widget};
 
 async fn cancel(app: &TestApp, token: &str, id: &str, body: &Value) -> Response {
     app.post_json(&format!("/api/v1/widgets/{id}/cancel"), token, body)
@@ -43,17 +41,7 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let other = scene(&app, "bob").await;
-    let id = created(
-        ask(
-            &app,
-            &s.agent,
-            &s.session,
-            "ask",
-            &question("Which region?"),
-        )
-        .await,
-    )
-    .await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask", &radio("Which region?")).await).await;
 
     // Another session's agent does not find it; a person's token is no agent.
     let r = cancel(&app, &other.agent, &id, &json!({})).await;
@@ -116,17 +104,7 @@ async fn the_agent_withdraws_its_pending_widget_over_rest_and_nobody_else_can() 
 async fn an_answered_widget_cannot_be_withdrawn_or_replaced() {
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
-    let id = created(
-        ask(
-            &app,
-            &s.agent,
-            &s.session,
-            "ask",
-            &question("Which region?"),
-        )
-        .await,
-    )
-    .await;
+    let id = created(ask(&app, &s.agent, &s.session, "ask", &radio("Which region?")).await).await;
     let browser = app.login("alice").await;
     let r = app
         .post_json_as(
@@ -142,7 +120,7 @@ async fn an_answered_widget_cannot_be_withdrawn_or_replaced() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["status"], "submitted");
     let before = app.count("SELECT count(*) FROM widgets").await;
-    let mut amended = question("Which region, really?");
+    let mut amended = radio("Which region, really?");
     amended["replaces"] = json!({ "widget_id": id, "reason": "typo" });
     let r = ask(&app, &s.agent, &s.session, "ask", &amended).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
@@ -157,32 +135,13 @@ async fn a_replacement_withdraws_the_old_widget_in_the_same_step_and_links_to_it
     let app = spawn_app().await;
     let s = scene(&app, "alice").await;
     let other = scene(&app, "bob").await;
-    let old = created(
-        ask(
-            &app,
-            &s.agent,
-            &s.session,
-            "ask",
-            &question("Which region?"),
-        )
-        .await,
-    )
-    .await;
+    let old = created(ask(&app, &s.agent, &s.session, "ask", &radio("Which region?")).await).await;
 
     // Only a widget of the same session, and nothing is created otherwise.
-    let foreign = created(
-        ask(
-            &app,
-            &other.agent,
-            &other.session,
-            "ask",
-            &question("Bob's?"),
-        )
-        .await,
-    )
-    .await;
+    let foreign =
+        created(ask(&app, &other.agent, &other.session, "ask", &radio("Bob's?")).await).await;
     let before = app.count("SELECT count(*) FROM widgets").await;
-    let mut wrong = question("Which region for the EU data?");
+    let mut wrong = radio("Which region for the EU data?");
     wrong["replaces"] = json!({ "widget_id": foreign });
     let r = ask(&app, &s.agent, &s.session, "ask", &wrong).await;
     assert_error(r, StatusCode::NOT_FOUND, "not_found", None).await;
@@ -196,7 +155,7 @@ async fn a_replacement_withdraws_the_old_widget_in_the_same_step_and_links_to_it
         "pending"
     );
 
-    let mut amended = question("Which region for the EU data?");
+    let mut amended = radio("Which region for the EU data?");
     amended["replaces"] = json!({ "widget_id": old, "reason": "I forgot the EU data" });
     let new = created(ask(&app, &s.agent, &s.session, "ask", &amended).await).await;
     let view = widget(&app, &s.agent, &old).await;
@@ -238,28 +197,8 @@ async fn the_agent_lists_its_pending_widgets_and_never_a_value() {
     let env = app
         .pending_widget(&s.agent, &s.session, &["OTHER_KEY"])
         .await;
-    let q = created(
-        ask(
-            &app,
-            &s.agent,
-            &s.session,
-            "ask",
-            &question("Which region?"),
-        )
-        .await,
-    )
-    .await;
-    created(
-        ask(
-            &app,
-            &other.agent,
-            &other.session,
-            "ask",
-            &question("Bob's?"),
-        )
-        .await,
-    )
-    .await;
+    let q = created(ask(&app, &s.agent, &s.session, "ask", &radio("Which region?")).await).await;
+    created(ask(&app, &other.agent, &other.session, "ask", &radio("Bob's?")).await).await;
 
     let pending = listing(&app, &s.agent, &s.session, "?status=pending").await;
     assert_eq!(ids(&pending), vec![q.clone(), env.clone()], "newest first");
@@ -352,7 +291,7 @@ async fn every_kind_takes_expires_in_seconds_within_the_servers_maximum() {
     }
     // A widget whose own time is up expires like any other: the sweep ends
     // it, the page shows the expired badge and the agent gets the prompt.
-    let mut soon = question("Quick one?");
+    let mut soon = radio("Quick one?");
     soon["expires_in_seconds"] = json!(1);
     let id = created(ask(&app, &s.agent, &s.session, "ask", &soon).await).await;
     wait_for("the widget's second to pass", || async {
@@ -408,7 +347,7 @@ async fn over_mcp_the_agent_lists_withdraws_and_replaces() {
         assert!(props["replaces"].is_object(), "{tool}");
     }
 
-    let first = structured(call(&client, "ask", question("Which region?")).await);
+    let first = structured(call(&client, "ask", radio("Which region?")).await);
     let first = first["widget_id"].as_str().unwrap().to_owned();
     let listed = structured(call(&client, "list_pending_widgets", json!({})).await);
     assert_eq!(ids(&listed), vec![first.clone()]);
@@ -417,7 +356,7 @@ async fn over_mcp_the_agent_lists_withdraws_and_replaces() {
         "Which region?"
     );
 
-    let mut amended = question("Which region for the EU data?");
+    let mut amended = radio("Which region for the EU data?");
     amended["replaces"] = json!({ "widget_id": first, "reason": "forgot the EU data" });
     amended["expires_in_seconds"] = json!(3600);
     let second = structured(call(&client, "ask", amended).await);
@@ -428,17 +367,8 @@ async fn over_mcp_the_agent_lists_withdraws_and_replaces() {
     assert_eq!(old["result"]["replaced_by"], json!(second));
 
     // Another session's widget is not found; a withdrawn one is not pending.
-    let theirs = created(
-        ask(
-            &app,
-            &other.agent,
-            &other.session,
-            "ask",
-            &question("Bob's?"),
-        )
-        .await,
-    )
-    .await;
+    let theirs =
+        created(ask(&app, &other.agent, &other.session, "ask", &radio("Bob's?")).await).await;
     let r = call(&client, "cancel_widget", json!({ "widget_id": theirs })).await;
     assert_eq!(error_code(&r), "not_found");
     let r = call(&client, "cancel_widget", json!({ "widget_id": first })).await;
@@ -467,69 +397,10 @@ async fn over_mcp_the_agent_lists_withdraws_and_replaces() {
         "pending"
     );
     let r = call(&client, "ask", {
-        let mut q = question("Too long?");
+        let mut q = radio("Too long?");
         q["expires_in_seconds"] = json!(u64::MAX);
         q
     })
     .await;
     assert_eq!(error_code(&r), "expiry_too_long");
-}
-
-#[tokio::test]
-async fn the_person_sees_a_replacement_arrive_live_and_without_javascript() {
-    let app = spawn_app().await;
-    let s = scene(&app, "alice").await;
-    let chrome = Chrome::launch().await;
-    chrome.sign_in(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
-    let old = created(
-        ask(
-            &app,
-            &s.agent,
-            &s.session,
-            "ask",
-            &question("Which region?"),
-        )
-        .await,
-    )
-    .await;
-    chrome.wait_css(&format!("#w-{old} form")).await;
-
-    let mut amended = question("Which region for the EU data?");
-    amended["replaces"] = json!({ "widget_id": old, "reason": "I forgot the EU data" });
-    let new = created(ask(&app, &s.agent, &s.session, "ask", &amended).await).await;
-    let link = chrome
-        .wait_css(&format!("#w-{old} .withdrawn a.replaced-by"))
-        .await;
-    assert!(chrome.same_document().await, "the change came by a reload");
-    assert_eq!(chrome.count(&format!("#w-{old} form.widget-form")).await, 0);
-    let reason = chrome.css(&format!("#w-{old} .withdrawn q.reason")).await;
-    assert_eq!(reason.text().await.unwrap(), "I forgot the EU data");
-    chrome.wait_css(&format!("#w-{new} form")).await;
-    link.click().await.unwrap();
-    wait_for("the new request's page", || async {
-        chrome.current_url().await.unwrap().path() == format!("/widgets/{new}")
-    })
-    .await;
-    chrome.close().await;
-
-    let chrome = Chrome::launch_without_javascript().await;
-    chrome.sign_in(&app.url, "alice").await;
-    chrome
-        .open(&format!("{}/sessions/{}", app.url, s.session))
-        .await;
-    let text = chrome
-        .wait_css(&format!("#w-{old} .withdrawn"))
-        .await
-        .text()
-        .await
-        .unwrap();
-    assert!(text.contains("replaced this request"), "{text}");
-    assert!(text.contains("See the new request"), "{text}");
-    chrome.css(&format!("#w-{new} form")).await;
-    chrome.close().await;
 }

@@ -9,8 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::mcp::{call, connect, error_code, structured};
-use crate::helpers::{TestApp, assert_error, canary, scene, spawn_app};
-use crate::helpers::{ask, created, widget};
+use crate::helpers::{TestApp, ask, assert_error, canary, created, scene, spawn_app, widget};
 
 /// Answers `id` as alice with the JSON `answer`; returns the widget.
 async fn answer(app: &TestApp, id: &str, answer: &Value) -> Value {

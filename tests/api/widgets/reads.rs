@@ -8,59 +8,12 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
 use widgetd_domain::auth::Role;
 
-use tokio::task::JoinHandle;
-
-use crate::helpers::widget_status;
 use crate::helpers::{
-    Browser, COMMAND_LIMIT, TestApp, output_async_within, spawn_sqlite_app, widgetd,
+    COMMAND_LIMIT, TestApp, answer_in_turn, keep_reading, output_async_within, spawn_sqlite_app,
+    widget_status, widgetd,
 };
-
-/// Reads widget `busy` with `agent` back to back until aborted, as other
-/// agents do under load: the daemon's epoch and stamp reads are then shared
-/// and never more than a few milliseconds old.
-pub(crate) fn keep_reading(app: &TestApp, agent: &str, busy: &str) -> JoinHandle<()> {
-    let (client, url, agent) = (
-        app.client.clone(),
-        format!("{}/api/v1/widgets/{busy}", app.url),
-        agent.to_owned(),
-    );
-    tokio::spawn(async move {
-        loop {
-            let r = client.get(&url).bearer_auth(&agent).send().await.unwrap();
-            assert_eq!(r.status(), StatusCode::OK);
-        }
-    })
-}
-
-/// Answers the `n`th widget, `id`, asking for `name`, through `browser`'s
-/// form on `app`: submits the even ones, dismisses the odd ones. Returns
-/// what was done and the status the widget must now show.
-pub(crate) async fn answer_in_turn(
-    app: &TestApp,
-    browser: &Browser,
-    id: &str,
-    name: &str,
-    n: usize,
-) -> (&'static str, &'static str) {
-    let field = format!("value.{name}");
-    let (path, fields, expected) = if n.is_multiple_of(2) {
-        (
-            "submit",
-            vec![(field.as_str(), "v"), ("scope", "session")],
-            "submitted",
-        )
-    } else {
-        ("dismiss", vec![], "dismissed")
-    };
-    let r = app
-        .post_form(browser, &format!("/widgets/{id}/{path}"), &fields)
-        .await;
-    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path} of {id}");
-    (path, expected)
-}
 
 /// Reads `id` twice and asserts it is pending both times.
 async fn kept_pending(app: &TestApp, token: &str, id: &str) {

@@ -1,15 +1,17 @@
 //! `request_clarification` end to end. The plumbing every widget type
 //! shares is tested here (the strict tool schema, unknown types, answers in
 //! words only, dismissal, waiting, expiry); each type has its own module
-//! beside this one (`choice.rs`) with its creation over MCP, real
-//! interaction in Chromium, the same with JavaScript off, its limits and
-//! bad answers, and the XSS corpus. The helpers below serve them all.
+//! beside this one (`choice.rs`) with its creation over MCP and its limits
+//! and bad answers; its real interaction in Chromium, the same with
+//! JavaScript off, and the XSS corpus are in the file of the same name in
+//! `tests/slow/widgets/clarification/`. What they share (the bodies of each
+//! type, `refused_on_both`, `unchanged`) is in `tests/api/helpers/`.
 
-pub(crate) mod annotation;
+mod annotation;
 mod choice;
 mod curation;
 mod mapping;
-pub(crate) mod ranking;
+mod ranking;
 mod table;
 mod tree;
 
@@ -17,77 +19,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::widgets;
 
-use crate::helpers::chrome::Chrome;
-use crate::helpers::mcp::{McpClient, call, connect, error_code, structured};
-use crate::helpers::{Scene, TestApp, assert_error, scene, spawn_app};
+use crate::helpers::mcp::{call, connect, error_code, structured};
+use crate::helpers::samples::choice;
 use crate::helpers::{ask, created_alone, prompt_of, submit_json, widget};
-
-/// Chromium signed in as `user` on `session`'s transcript, the document
-/// marked so a test can tell that cards arrived without a reload.
-pub async fn open_transcript(app: &TestApp, user: &str, session: &str) -> Chrome {
-    let chrome = Chrome::launch().await;
-    chrome.sign_in(&app.url, user).await;
-    chrome
-        .open(&format!("{}/sessions/{session}", app.url))
-        .await;
-    chrome.wait_css("#transcript").await;
-    chrome.mark_document().await;
-    chrome
-}
-
-/// That a refused answer changed nothing: still pending, no prompt, no
-/// `widget.submit` audit row.
-pub async fn unchanged(app: &TestApp, scene: &Scene, id: &str) {
-    assert_eq!(widget(app, &scene.agent, id).await["status"], "pending");
-    assert!(app.prompts(&scene.host, &scene.session, 0).await.is_empty());
-    let sql = format!(
-        "SELECT count(*) FROM audit_log WHERE widget_id = '{id}' AND action = 'widget.submit'"
-    );
-    assert_eq!(app.count(&sql).await, 0);
-}
-
-/// That `body` is refused with `code` over REST (`422`, its body without
-/// `hidden`) and over MCP alike, creating nothing; returns the REST message.
-pub async fn refused_on_both(
-    app: &TestApp,
-    (scene, client): (&Scene, &McpClient),
-    body: &Value,
-    code: &str,
-    hidden: Option<&str>,
-) -> String {
-    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
-    let message = assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, code, hidden).await;
-    assert_eq!(
-        error_code(&call(client, "request_clarification", body.clone()).await),
-        code
-    );
-    message
-}
-
-/// That a `body` of the wrong shape is `400 invalid_body` over REST, its
-/// message ending with the path `at` (and its body without `hidden`), and
-/// `invalid_body` over MCP.
-pub async fn malformed_on_both(
-    app: &TestApp,
-    (scene, client): (&Scene, &McpClient),
-    body: &Value,
-    at: &str,
-    hidden: Option<&str>,
-) {
-    let r = ask(app, &scene.agent, &scene.session, "clarification", body).await;
-    let message = assert_error(r, StatusCode::BAD_REQUEST, "invalid_body", hidden).await;
-    assert!(message.ends_with(at), "{message}");
-    assert_eq!(
-        error_code(&call(client, "request_clarification", body.clone()).await),
-        "invalid_body"
-    );
-}
-
-/// A `choice` widget offering `labels`.
-pub fn choice(labels: &[&str], multi: bool) -> Value {
-    let options: Vec<Value> = labels.iter().map(|l| json!({ "label": l })).collect();
-    json!({ "type": "choice", "options": options, "multi_select": multi })
-}
+use crate::helpers::{assert_error, scene, spawn_app};
 
 /// Every object schema in `schema` (properties given) forbids other
 /// properties; returns the paths of those that do not.

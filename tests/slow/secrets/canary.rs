@@ -10,9 +10,10 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::helpers::{Browser, login_at};
-use crate::helpers::{COMMAND_LIMIT, OutputWithin, STOP_LIMIT};
-use crate::helpers::{Daemon, PASSWORD, canary, client, stderr, stdout, widgetd};
+use crate::helpers::{
+    Browser, COMMAND_LIMIT, Daemon, OutputWithin, PASSWORD, STOP_LIMIT, canary, client, login_at,
+    stderr, stdout, widgetd,
+};
 
 /// Text forms the value could take if it leaked: as is, hex, and base64 at
 /// each of the three alignments it could have inside a longer encoding.
@@ -1013,8 +1014,8 @@ async fn raw_app_request(
 /// in-client answers, never carry the value in any of its encodings.
 #[tokio::test]
 async fn a_value_typed_for_an_mcp_app_never_reaches_the_app() {
-    let app = crate::mcp::elicitation::form_app().await;
-    let alice = crate::mcp::elicitation::opted_in(&app, "alice").await;
+    let app = crate::helpers::mcp::form_app().await;
+    let alice = crate::helpers::mcp::opted_in(&app, "alice").await;
     let secret = canary("mcp-app");
     let mut exchanged = Vec::new();
     let uri = "ui://widgetd/widget.html";
@@ -1121,9 +1122,9 @@ async fn a_value_typed_for_an_mcp_app_never_reaches_the_app() {
 /// there) nor any other call to Slack's API carries a stored or typed value.
 #[tokio::test]
 async fn a_value_never_reaches_a_slack_message_or_update() {
-    let (app, slack) = crate::notify::slack::slack_app().await;
+    let (app, slack) = crate::helpers::slack::slack_app().await;
     let scene = crate::helpers::scene(&app, "alice").await;
-    crate::notify::slack::link(&app, "alice", "UALICE").await;
+    crate::helpers::slack::link(&app, "alice", "UALICE").await;
     let (stored, typed) = (canary("slack-stored"), canary("slack-typed"));
     let r = app
         .put_env(&scene.host, "STORED_KEY", &json!({ "value": stored }))

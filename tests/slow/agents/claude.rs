@@ -313,7 +313,7 @@ async fn the_documented_host_recipe_asks_for_a_key_and_runs_the_next_turn_with_i
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    crate::host::interrupt(&host);
+    crate::helpers::interrupt(&host);
     let status = tokio::time::timeout(Duration::from_secs(60), host.wait())
         .await
         .expect("the host did not stop on Ctrl-C")

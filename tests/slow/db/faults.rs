@@ -15,8 +15,7 @@ use std::process::Command;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{COMMAND_LIMIT, OutputWithin};
-use crate::helpers::{Daemon, client, stdout, widgetd};
+use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, client, stdout, widgetd};
 
 /// A small tmpfs, unmounted when dropped.
 struct SmallDisk {

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
 use crate::db::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
-use crate::helpers::widget_status;
-use crate::helpers::{Daemon, Scene, TestApp, assert_error, scene, spawn_postgres_app};
-use crate::notify::webhooks::add_webhook;
-use crate::widgets::reads::{answer_in_turn, keep_reading};
+use crate::helpers::{
+    Daemon, Scene, TestApp, add_webhook, answer_in_turn, assert_error, keep_reading, scene,
+    spawn_postgres_app, widget_status,
+};
 
 /// Two daemons of one deployment: `a` and its peer `b`.
 async fn two_daemons() -> (TestApp, TestApp) {

@@ -12,8 +12,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::helpers::free_port;
 use tempfile::TempDir;
+
+use crate::helpers::free_port;
 
 /// A running server of this test's own.
 pub struct PrivateServer {

@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 use crate::agents::harness::wait_bounded;
 use crate::helpers::TestApp;
 use crate::helpers::chrome::{Chrome, wait_for};
-use crate::helpers::mcp::{call, connect, structured};
-use crate::mcp::elicitation::{actors, form_app, opted_in};
+use crate::helpers::mcp::{actors, call, connect, form_app, opted_in, structured};
 
 /// `tests/apps-host`, where the host packages are pinned.
 fn host_dir() -> PathBuf {

@@ -7,8 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use widgetd_domain::db::Backend;
 
-use crate::helpers::{COMMAND_LIMIT, OutputWithin};
-use crate::helpers::{Daemon, session_cookie, spawn_app};
+use crate::helpers::{COMMAND_LIMIT, Daemon, OutputWithin, session_cookie, spawn_app};
 
 async fn session_row(app: &crate::helpers::TestApp) -> (String, i64) {
     sqlx::query_as("SELECT data, expires_at FROM web_sessions")
