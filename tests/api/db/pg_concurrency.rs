@@ -12,6 +12,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::helpers::wait::eventually;
 use crate::helpers::{Daemon, TestApp, open_data, scene, spawn_postgres_app};
 
 /// The `id:` of every event in `text` (a stream's bytes so far), in order.
@@ -392,7 +393,18 @@ async fn rows_a_killed_daemon_left_staged_are_sealed_by_a_running_daemons_sweep(
     // daemon killed between its commit and its seal leaves behind, which
     // only the running daemon's background sweep can seal.
     let daemon = Daemon::start_with(&dir, tmp.path(), "sealer", &["--sweep-secs", "1"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    eventually(
+        "the daemon's start-up writes to be sealed",
+        Duration::from_secs(30),
+        || async {
+            let staged: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_pending")
+                .fetch_one(&data.db.read)
+                .await
+                .unwrap();
+            staged == 0
+        },
+    )
+    .await;
     sqlx::query(
         "INSERT INTO audit_pending (at, actor, action, detail) \
          VALUES (1, 'system', 'test.staged', 'left behind')",

@@ -54,19 +54,12 @@ fn program(env: &str, names: &[&str]) -> PathBuf {
 }
 
 /// Polls `check` every 100 ms until it holds; panics after [`WAIT`].
-pub async fn wait_for<F, Fut>(what: impl Display, mut check: F)
+pub async fn wait_for<F, Fut>(what: impl Display, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::helpers::eventually_every(what, WAIT, Duration::from_millis(100), check).await;
 }
 
 /// Where screenshots go: `target/browser-artifacts/`.

@@ -11,6 +11,8 @@
 //! - `samples`: widget bodies that a kind's tests in both binaries ask with;
 //! - `mcp`: an MCP client as agents' hosts run one;
 //! - `slack`: a fake of Slack's Web API;
+//! - `wait`: waiting for something to happen ([`eventually`]) rather than
+//!   sleeping;
 //! - `chrome`: a real headless Chromium, signed in by typing into the page;
 //! - `backend`: which database the tests run on (SQLite, or PostgreSQL
 //!   with `WIDGETD_TEST_POSTGRES`).
@@ -23,9 +25,10 @@ pub mod mcp;
 pub mod process;
 pub mod samples;
 pub mod slack;
+pub mod wait;
 pub mod widgets;
 
 // What most tests take from `crate::helpers` directly; each binary uses
 // a part of it.
 #[allow(unused_imports)]
-pub use {app::*, backend::TestDir, backend::test_dir, login::*, process::*, widgets::*};
+pub use {app::*, backend::TestDir, backend::test_dir, login::*, process::*, wait::*, widgets::*};

@@ -231,8 +231,9 @@ async fn the_documented_backup_and_restore_run_as_written() {
 
     // The backup, taken while agents write.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let first = std::sync::Arc::new(tokio::sync::Notify::new());
     let load = {
-        let (url, token, stop) = (url.clone(), token.clone(), stop.clone());
+        let (url, token, stop, first) = (url.clone(), token.clone(), stop.clone(), first.clone());
         tokio::spawn(async move {
             let client = reqwest::Client::new();
             let mut made = 0;
@@ -246,11 +247,17 @@ async fn the_documented_backup_and_restore_run_as_written() {
                     .unwrap();
                 assert_eq!(r.status(), reqwest::StatusCode::CREATED);
                 made += 1;
+                if made == 1 {
+                    first.notify_one();
+                }
             }
             made
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The backup starts once the load is writing.
+    tokio::time::timeout(Duration::from_secs(30), first.notified())
+        .await
+        .expect("the load made no session in 30 s");
     let backed_up = tokio::task::block_in_place(|| run(&blocks["backup"]));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(load.await.unwrap() > 0, "no load ran during the backup");

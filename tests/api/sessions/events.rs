@@ -1,13 +1,14 @@
 //! Event streams end when access ends: a revoked share, a disabled user, a
 //! logout, a revoked API token, an archived session.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::{Response, StatusCode};
 use serde_json::json;
 use widgetd_domain::auth::{self, Role, tokens::TokenScopes};
 
-use crate::helpers::{Browser, TestApp, spawn_app};
+use crate::helpers::{Browser, TestApp, eventually, spawn_app};
 
 /// Opens the session's event stream with a cookie or a bearer token.
 async fn open(
@@ -30,13 +31,27 @@ async fn open(
     r
 }
 
-/// Reads the stream until it ends; returns what came.
-async fn drain(mut r: Response) -> String {
-    let mut text = String::new();
+/// Reads the stream until it ends into `text` (readable meanwhile);
+/// returns all that came.
+async fn drain(mut r: Response, text: Arc<Mutex<String>>) -> String {
     while let Ok(Some(chunk)) = r.chunk().await {
-        text.push_str(&String::from_utf8_lossy(&chunk));
+        text.lock()
+            .unwrap()
+            .push_str(&String::from_utf8_lossy(&chunk));
     }
-    text
+    text.lock().unwrap().clone()
+}
+
+/// `text` said in `session` by the host.
+async fn say(app: &TestApp, host: &str, session: &str, text: &str) {
+    let r = app
+        .post_json(
+            &format!("/api/v1/sessions/{session}/messages"),
+            host,
+            &json!({ "text": text }),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
 }
 
 #[tokio::test]
@@ -94,9 +109,25 @@ async fn streams_end_when_access_ends() {
     ];
     let readers: Vec<_> = streams
         .into_iter()
-        .map(|(why, r)| (why, tokio::spawn(drain(r))))
+        .map(|(why, r)| {
+            let text = Arc::new(Mutex::new(String::new()));
+            (why, text.clone(), tokio::spawn(drain(r, text)))
+        })
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every stream is live: each hears a line said while access holds.
+    let before = "said while access holds";
+    say(&app, &host, &session, before).await;
+    say(&app, &host, &doomed, before).await;
+    eventually(
+        "every stream to hear the first line",
+        Duration::from_secs(20),
+        || async {
+            readers
+                .iter()
+                .all(|(_, text, _)| text.lock().unwrap().contains(before))
+        },
+    )
+    .await;
 
     let keep_carol_out = json!({ "others_can": "none", "grants": { "bob": "none", "carol": "view", "dave": "view" } });
     let r = app
@@ -136,7 +167,7 @@ async fn streams_end_when_access_ends() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::CREATED);
-    for (why, reader) in readers {
+    for (why, _, reader) in readers {
         // A correctness deadline (the re-check runs every 10 s), not a speed test.
         let text = tokio::time::timeout(Duration::from_secs(30), reader)
             .await

@@ -13,6 +13,7 @@ use widgetd_domain::widgets;
 
 use crate::helpers::mcp::{call, connect, error_code};
 use crate::helpers::samples::{ANSWERED, question, two_questions};
+use crate::helpers::wait::{eventually, until_waiting};
 use crate::helpers::{
     Browser, Scene, TestApp, ask, assert_error, card, created_alone, prompt_of, prompt_texts,
     scene, spawn_app, submit_json, widget,
@@ -665,12 +666,18 @@ async fn an_abandoned_wait_over_mcp_still_delivers_the_answer() {
     let waiting =
         tokio::spawn(async move { call(&client, "ask_user", two_questions_waiting(20)).await });
     let id = first_widget_id(&app).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let caller = format!("agent:{session}");
+    until_waiting(&app, &caller).await;
     // The agent gives up (interrupted turn, client-side timeout): the call
     // and its connection go away before anyone answers.
     waiting.abort();
     assert!(waiting.await.unwrap_err().is_cancelled());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually(
+        "the daemon to let the call go",
+        Duration::from_secs(10),
+        || async { app.held_open(&caller) == 0 },
+    )
+    .await;
     let r = app
         .post_form(
             &browser,

@@ -12,19 +12,8 @@ use widgetd::stream_limits::PER_CALLER;
 use widgetd_domain::auth::{self, Role, tokens::TokenScopes};
 
 use crate::helpers::mcp::{call, connect};
+use crate::helpers::wait::until_waiting;
 use crate::helpers::{TestApp, assert_error, spawn_app};
-
-/// Waits until the call has been running long enough to count as waiting.
-async fn until_waiting(app: &TestApp, caller: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.state.open_streams.held(caller) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the call never counted as waiting"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn dismiss(app: &TestApp, widget: &str) {
     let browser = app.login("alice").await;

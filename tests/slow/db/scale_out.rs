@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use widgetd_domain::auth::Role;
 
 use crate::db::throughput::{Acknowledged, Driver, assert_all_kept, assert_chain_verifies};
+use crate::helpers::wait::eventually;
 use crate::helpers::{
     Daemon, Scene, TestApp, add_webhook, answer_in_turn, assert_error, keep_reading, scene,
     spawn_postgres_app, widget_status,
@@ -59,6 +60,7 @@ async fn a_widget_created_on_one_daemon_is_answered_on_the_other_and_wakes_the_f
     let id = a.pending_widget(&agent, &session, &["SHARED_KEY"]).await;
 
     // A long-poll on daemon A, waiting while the person answers on B.
+    let polls = a.held_open("addr:127.0.0.1");
     let poll = {
         let (client, url, host, session) = (
             a.client.clone(),
@@ -80,7 +82,12 @@ async fn a_widget_created_on_one_daemon_is_answered_on_the_other_and_wakes_the_f
             (started.elapsed(), body)
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually(
+        "the long-poll to wait on A",
+        Duration::from_secs(20),
+        || async { a.held_open("addr:127.0.0.1") > polls },
+    )
+    .await;
     let browser = b.login("alice").await;
     let r = b
         .post_form(
@@ -422,6 +429,7 @@ async fn a_daemon_that_lost_its_listening_connection_catches_up() {
         agent,
     } = scene(&a, "alice").await;
     let id = a.pending_widget(&agent, &session, &["LATE_KEY"]).await;
+    let polls = a.held_open("addr:127.0.0.1");
     let poll = {
         let (client, url) = (a.client.clone(), a.url.clone());
         let (host, session) = (host.clone(), session.clone());
@@ -439,7 +447,12 @@ async fn a_daemon_that_lost_its_listening_connection_catches_up() {
             (started.elapsed(), body)
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually(
+        "the long-poll to wait on A",
+        Duration::from_secs(20),
+        || async { a.held_open("addr:127.0.0.1") > polls },
+    )
+    .await;
     // Every daemon's listening connection is cut, and the answer comes at
     // once: its notification may reach nobody.
     let cut: Vec<bool> = sqlx::query_scalar(
