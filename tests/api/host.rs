@@ -14,8 +14,9 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::{COMMAND_LIMIT, STOP_LIMIT, kill_after};
-use crate::helpers::{TestApp, canary, scene, spawn_app, widgetd};
+use crate::helpers::{
+    COMMAND_LIMIT, STOP_LIMIT, TestApp, canary, interrupt, kill_after, scene, spawn_app, widgetd,
+};
 
 /// Set in the host's environment so that the re-invoked test binary acts
 /// as the agent (names starting with `WIDGETD_` do not reach a turn).
@@ -99,15 +100,6 @@ async fn transcript(app: &TestApp, session: &str) -> Vec<(String, String)> {
     .fetch_all(&app.state.db.read)
     .await
     .unwrap()
-}
-
-pub(crate) fn interrupt(child: &tokio::process::Child) {
-    let pid = child.id().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
 }
 
 #[tokio::test]

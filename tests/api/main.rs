@@ -1,63 +1,24 @@
 //! Integration tests: a real SQLite file per test, real HTTP on a real port,
 //! and the real `widgetd` binary where the command line is under test.
+//!
+//! One folder per area of the code (`tests/README.md` has the map); what
+//! the tests share is in `helpers/`.
 
-mod agent_answers;
-mod agents;
-mod approval_edit;
-mod approvals;
-mod apps;
-mod apps_host;
-mod auth_cache;
-mod authz;
-mod backend;
-mod backup;
-mod browser;
-mod canary;
-mod canary_trace;
-mod clarification;
+mod auth;
 mod cli;
 mod connect;
-mod corruption;
-mod db_copy;
+mod db;
 mod demo;
-mod dismiss;
-mod elicitation;
-mod env_api;
 mod exec;
-mod faults;
-mod faults_postgres;
-mod forwarded;
-mod group_commit;
+// Shared with tests/slow, which uses the parts this binary does not.
+#[allow(dead_code)]
 mod helpers;
 mod hooks;
 mod host;
-mod limits;
 mod mcp;
+mod notify;
 mod ops;
-mod ops_docs;
-mod pages;
-mod payloads;
-mod pg_concurrency;
-mod pg_server;
-mod pipe;
-mod proxy;
-mod questions;
-mod replies;
-mod scale_out;
-mod session_admin;
+mod secrets;
 mod sessions;
-mod sharing;
-mod shutdown;
-mod slack;
-mod streams;
-mod throughput;
-mod typed_questions;
-mod unit_file;
-mod upgrade;
-mod vault;
-mod waits;
-mod webdriver;
-mod webhooks;
-mod widget_life;
-mod widget_reads;
+mod web;
 mod widgets;

@@ -1,6 +1,6 @@
 // Prints the import map a browser needs to load the host's modules straight
 // from node_modules: every bare specifier reachable from the entry points,
-// resolved as Node resolves it for a browser. Run by tests/api/apps_host.rs
+// resolved as Node resolves it for a browser. Run by tests/slow/mcp/apps_host.rs
 // with `node --experimental-import-meta-resolve --conditions=browser`.
 import { readFileSync } from "node:fs";
 import path from "node:path";

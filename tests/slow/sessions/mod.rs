@@ -1,0 +1,3 @@
+//! Sessions in Chromium.
+
+pub mod admin;
