@@ -79,9 +79,9 @@ pub(super) fn render(params: &ApprovalParams, card: &Card<'_>) -> Result<String>
             .filter(|f| !f.is_empty())
             .map(|f| f.join(", ")),
         pattern: params.suggested_pattern().filter(|_| params.quorum() == 1),
-        edit: params.allow_edit.then(|| {
-            visible_controls(&serde_json::to_string_pretty(&params.input).unwrap_or_default())
-        }),
+        // Several approvers approve the input as asked: no edit box.
+        edit: (params.allow_edit && params.quorum() == 1)
+            .then(|| widgetd_domain::widgets::kinds::approval::edit::shown(params)),
         edited: card
             .result
             .and_then(|r| r.get("edited_input"))

@@ -512,7 +512,9 @@ async fn several_approvers_on(app: TestApp) {
     );
     assert_eq!(
         prompt_texts(&app, &host, &session).await,
-        ["[Agor] User approved deploy once. You can run it now. User's comment: \"looks fine\""]
+        [
+            "[Agor] User approved deploy once. You can run it now. Approvers' comments: \"bob: looks fine\""
+        ]
     );
     let page = app.page(&alice, &format!("/sessions/{session}")).await;
     assert!(

@@ -84,34 +84,8 @@ impl Kind for Approval {
             typed.extend(edit::strings(edited));
         }
         cx.refuse_secrets(&typed).await?;
-        if form.decision == Decision::Deny && params.quorum() > 1 {
-            let so_far = quorum::approvals(cx.widget.result.as_deref());
-            let mut done = decided(cx, &form, params, &approved, edited).await?;
-            if !so_far.is_empty() {
-                done["approvers"] = json!(quorum::names(&so_far));
-            }
-            return Ok(done);
-        }
-        if form.decision != Decision::Deny && params.quorum() > 1 {
-            if form.decision == Decision::Always {
-                return Err(crate::error::Error::invalid(
-                    "always_needs_one_approver",
-                    "this request needs several approvers: it can be allowed once, not always",
-                ));
-            }
-            let so_far = quorum::approvals(cx.widget.result.as_deref());
-            let approvals = quorum::add(so_far, cx.user, cx.by)?;
-            if approvals.len() < params.quorum() as usize {
-                cx.stay_pending = true;
-                return Ok(json!({
-                    "approvals": approvals,
-                    "needed": params.quorum(),
-                    "decision": form.decision.as_str(),
-                }));
-            }
-            let mut done = decided(cx, &form, params, &approved, edited).await?;
-            done["approvers"] = json!(quorum::names(&approvals));
-            return Ok(done);
+        if params.quorum() > 1 {
+            return voted(cx, &form, params, &approved, edited).await;
         }
         decided(cx, &form, params, &approved, edited).await
     }
@@ -127,8 +101,12 @@ impl Kind for Approval {
             ),
             None => text,
         };
+        let whose = match result.get("comments") {
+            Some(_) => "Approvers' comments",
+            None => "User's comment",
+        };
         match result["comment"].as_str().filter(|_| decided) {
-            Some(comment) => format!("{text} User's comment: {}", Value::from(comment)),
+            Some(comment) => format!("{text} {whose}: {}", Value::from(comment)),
             None => text,
         }
     }
@@ -194,6 +172,58 @@ impl Kind for Approval {
         };
         Badge { class, icon, text }
     }
+}
+
+/// A decision on a request that needs several approvers. They all approve
+/// the same thing, the input as the agent asked it: an edit is refused
+/// (`422 edit_needs_one_approver`), so no approver can change what the
+/// others approved. Earlier votes of people who may no longer answer the
+/// session are dropped first. An allow before the last is a vote (kept
+/// with its comment); the last completes it; a denial ends it at once.
+/// Every approver's comment reaches the agent.
+async fn voted(
+    cx: &mut Answering<'_>,
+    form: &DecisionForm,
+    params: &ApprovalParams,
+    approved: &ApprovalParams,
+    edited: Option<Value>,
+) -> Result<Value> {
+    if edited.is_some() {
+        return Err(crate::error::Error::invalid(
+            "edit_needs_one_approver",
+            "this request needs several approvers, who all approve the input as the agent asked \
+             it: allow it as it is, or deny it with a comment saying what to change",
+        ));
+    }
+    if form.decision == Decision::Always {
+        return Err(crate::error::Error::invalid(
+            "always_needs_one_approver",
+            "this request needs several approvers: it can be allowed once, not always",
+        ));
+    }
+    let earlier = quorum::approvals(cx.widget.result.as_deref());
+    let so_far = quorum::still_allowed(cx.conn, cx.session, earlier).await?;
+    if form.decision == Decision::Deny {
+        let mut done = decided(cx, form, params, approved, None).await?;
+        if !so_far.is_empty() {
+            done["approvers"] = json!(quorum::names(&so_far));
+        }
+        quorum::keep_comments(&mut done, &so_far);
+        return Ok(done);
+    }
+    let approvals = quorum::add(so_far, cx.user, cx.by, form.reason.as_deref())?;
+    if approvals.len() < params.quorum() as usize {
+        cx.stay_pending = true;
+        return Ok(json!({
+            "approvals": approvals,
+            "needed": params.quorum(),
+            "decision": form.decision.as_str(),
+        }));
+    }
+    let mut done = decided(cx, form, params, approved, None).await?;
+    done["approvers"] = json!(quorum::names(&approvals));
+    quorum::keep_comments(&mut done, &approvals);
+    Ok(done)
 }
 
 /// A decision that ends the request: keeps the rule of an "Always", and

@@ -10,16 +10,31 @@ use serde_json::Value;
 
 use super::{ApprovalParams, MAX_INPUT_BYTES};
 use crate::error::{Error, Result};
+use crate::widgets::engine::text::visible_controls;
 
 fn same_type(a: &Value, b: &Value) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
+/// The edit box's starting text: the input as indented JSON, with every
+/// hidden character shown as `⟨U+…⟩` as the card shows it.
+pub fn shown(params: &ApprovalParams) -> String {
+    visible_controls(&serde_json::to_string_pretty(&params.input).unwrap_or_default())
+}
+
 /// The edited input, if the person changed it; `raw` is the form's text.
+/// The box sent back as it started (line endings and the space around it
+/// aside) is no edit, even where its `⟨U+…⟩` markers read as other text
+/// than the input's hidden characters.
 pub fn read(params: &ApprovalParams, raw: Option<&str>) -> Result<Option<Value>> {
     let Some(raw) = raw else {
         return Ok(None);
     };
+    let same_text =
+        |a: &str, b: &str| a.replace("\r\n", "\n").trim() == b.replace("\r\n", "\n").trim();
+    if same_text(raw, &shown(params)) {
+        return Ok(None);
+    }
     let edited: Value = serde_json::from_str(raw).map_err(|e| {
         Error::invalid(
             "invalid_edited_input",
@@ -125,5 +140,22 @@ mod tests {
         let mut s = strings(&value);
         s.sort_unstable();
         assert_eq!(s, ["a", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn an_untouched_box_is_no_edit_even_with_hidden_characters_marked() {
+        let hidden = ApprovalParams {
+            input: json!({ "command": "ls\u{200b} -la" }),
+            ..params(true)
+        };
+        let started = shown(&hidden);
+        assert!(started.contains("⟨U+200B⟩"), "{started}");
+        assert_eq!(read(&hidden, Some(&started)).unwrap(), None);
+        // As a browser sends a textarea back: CRLF line endings.
+        let crlf = started.replace('\n', "\r\n");
+        assert_eq!(read(&hidden, Some(&crlf)).unwrap(), None);
+        // A real change still is one.
+        let changed = started.replace("-la", "-l");
+        assert!(read(&hidden, Some(&changed)).unwrap().is_some());
     }
 }

@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
+use crate::access::{self, Access};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::ids::UserId;
@@ -79,17 +80,86 @@ pub fn approvals(pending: Option<&str>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// The approvals with `user`'s added; `422 already_approved` if they
-/// approved already (the approvers must be distinct).
-pub fn add(mut approvals: Vec<Value>, user: &UserId, by: &str) -> Result<Vec<Value>> {
+/// The approvals with `user`'s added, with their comment if they wrote
+/// one; `422 already_approved` if they approved already (the approvers
+/// must be distinct).
+pub fn add(
+    mut approvals: Vec<Value>,
+    user: &UserId,
+    by: &str,
+    comment: Option<&str>,
+) -> Result<Vec<Value>> {
     if approvals.iter().any(|a| a["user_id"] == user.as_str()) {
         return Err(Error::invalid(
             "already_approved",
             "you have already approved this request; it needs another person's approval",
         ));
     }
-    approvals.push(json!({ "by": by, "user_id": user.as_str(), "at": clock::now_ms() }));
+    let mut vote = json!({ "by": by, "user_id": user.as_str(), "at": clock::now_ms() });
+    if let Some(comment) = comment {
+        vote["comment"] = json!(comment);
+    }
+    approvals.push(vote);
     Ok(approvals)
+}
+
+/// The earlier votes that still count: those of people who may still
+/// answer `session` (not disabled, with `prompt` access or its creator).
+/// A vote of someone whose access was revoked, or who was disabled, since
+/// is dropped, so the request cannot complete on it.
+pub async fn still_allowed(
+    conn: &mut AnyConnection,
+    session: &Session,
+    approvals: Vec<Value>,
+) -> Result<Vec<Value>> {
+    let mut kept = Vec::with_capacity(approvals.len());
+    for vote in approvals {
+        let Some(user) = vote["user_id"].as_str().and_then(UserId::parse) else {
+            continue;
+        };
+        let disabled: Option<i64> = sqlx::query_scalar("SELECT disabled FROM users WHERE id = $1")
+            .bind(&user)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if disabled != Some(0) {
+            continue;
+        }
+        if access::person_access(conn, session, &user).await? >= Access::Prompt {
+            kept.push(vote);
+        }
+    }
+    Ok(kept)
+}
+
+/// Keeps every approver's comment in a decided request's `result`:
+/// `comments`, `[{"by", "comment"}]` in the order given, and `comment`,
+/// the same as one line (`bob: …; alice: …`), which the agent and its
+/// hooks read. Nothing changes when no approver wrote one.
+pub fn keep_comments(result: &mut Value, approvals: &[Value]) {
+    let comments: Vec<Value> = approvals
+        .iter()
+        .filter_map(|a| {
+            let comment = a["comment"].as_str()?;
+            Some(json!({ "by": a["by"], "comment": comment }))
+        })
+        .collect();
+    if comments.is_empty() {
+        return;
+    }
+    if result["decision"] != "deny" {
+        let line: Vec<String> = comments
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["by"].as_str().unwrap_or_default(),
+                    c["comment"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        result["comment"] = json!(line.join("; "));
+    }
+    result["comments"] = Value::Array(comments);
 }
 
 /// The names of who approved, in order.
