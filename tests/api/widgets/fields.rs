@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::helpers::chrome::wait_for;
 use crate::helpers::mcp::{call, connect, error_code, form_app, opted_in, structured};
 use crate::helpers::samples::staging;
-use crate::helpers::{Scene, ask, scene, spawn_app, submit_json, widget};
+use crate::helpers::{Scene, ask, scene, spawn_app, submit_form, submit_json, widget};
 use crate::mcp::elicitation::{Declares, accept, desk};
 
 /// `(status, code, message)` of a refusal.
@@ -180,6 +180,16 @@ async fn typed_questions_over_rest_and_mcp_with_a_code_per_refusal() {
     let (_, code, _) =
         refusal(submit_json(&app, &alice, &id, &json!({ "answers": { "nope": "x" } })).await).await;
     assert_eq!(code, "unknown_field");
+    // A field sent twice (a form can repeat a name) is refused, not read
+    // as whichever came last.
+    let twice = [
+        ("field.url", "https://a.example"),
+        ("field.url", "https://b.example"),
+    ];
+    let r = submit_form(&app, &alice, &id, &twice).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.text().await.unwrap().contains("duplicate_field"));
+    assert_eq!(widget(&app, &agent, &id).await["status"], "pending");
     let (status, code, _) =
         refusal(submit_json(&app, &alice, &id, &json!({ "answers": { "url": ["a"] } })).await)
             .await;

@@ -178,8 +178,12 @@ fn string(field: &Field, text: String) -> Result<Value, FieldError> {
 }
 
 /// `local@domain.tld`: one `@`, no spaces, a dot in the domain, at most
-/// 254 characters (what a form's `type=email` accepts, roughly).
+/// 254 characters (what a form's `type=email` accepts, roughly), and no
+/// hidden character (a bidi override would show the address reversed).
 fn is_email(text: &str) -> bool {
+    if crate::widgets::engine::text::visible_controls(text) != text {
+        return false;
+    }
     let Some((local, domain)) = text.split_once('@') else {
         return false;
     };
@@ -306,7 +310,15 @@ mod tests {
             value(e, "a.b@example.com").unwrap(),
             Some(json!("a.b@example.com"))
         );
-        for bad in ["a@b", "a b@c.d", "@c.d", "a@@c.d", "a@-c.d"] {
+        for bad in [
+            "a@b",
+            "a b@c.d",
+            "@c.d",
+            "a@@c.d",
+            "a@-c.d",
+            "\u{202e}moc.elpmaxe@a",
+            "a\u{200b}@example.com",
+        ] {
             assert_eq!(code_of(e, bad), "invalid_email", "{bad}");
         }
         assert!(
@@ -380,5 +392,15 @@ mod tests {
         let start = std::time::Instant::now();
         assert_eq!(code_of(&f[0], &"a".repeat(1000)), "pattern_mismatch");
         assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_pattern_cannot_close_the_anchor_around_it() {
+        // Wrapped as text, `a)|(.*` would read `^(?:a)|(.*)$`: anything.
+        assert!(compile_pattern("a)|(.*").is_none());
+        assert!(compile_pattern(".*)|(?:x").is_none());
+        let either = compile_pattern("a|b").unwrap();
+        assert!(either.is_match("a") && either.is_match("b"));
+        assert!(!either.is_match("ab") && !either.is_match("xa"));
     }
 }

@@ -148,6 +148,16 @@ impl Kind for Fields {
                 format!("answer {} names no field of this question", n + 1),
             ));
         }
+        if let Some(n) = (1..raw.len()).find(|&i| raw[..i].iter().any(|(k, _)| k == &raw[i].0)) {
+            return Err(Error::invalid(
+                "duplicate_field",
+                format!(
+                    "answer {} names field `{}` a second time; send each field once",
+                    n + 1,
+                    raw[n].0
+                ),
+            ));
+        }
         let answers = check::answers(&params.fields, &raw)?;
         let typed: Vec<&str> = answers.values().filter_map(Value::as_str).collect();
         cx.refuse_secrets(&typed).await?;

@@ -143,14 +143,21 @@ pub struct Field {
 }
 
 /// A `pattern` compiled as the whole answer must match it: linear time,
-/// bounded size. `None` when it does not compile within the limits.
+/// bounded size. `None` when it does not compile within the limits, or
+/// when it is not a regular expression on its own: the pattern is parsed
+/// before it is anchored, so one such as `a)|(.*` cannot close the anchor's
+/// group and match anything.
 pub fn compile_pattern(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(&format!("^(?:{pattern})$"))
-        .size_limit(PATTERN_SIZE_LIMIT)
-        .dfa_size_limit(PATTERN_SIZE_LIMIT)
-        .nest_limit(50)
-        .build()
-        .ok()
+    let build = |text: &str| {
+        RegexBuilder::new(text)
+            .size_limit(PATTERN_SIZE_LIMIT)
+            .dfa_size_limit(PATTERN_SIZE_LIMIT)
+            .nest_limit(50)
+            .build()
+            .ok()
+    };
+    build(pattern)?;
+    build(&format!("^(?:{pattern})$"))
 }
 
 fn one_line(text: &str) -> bool {
