@@ -167,7 +167,8 @@ impl AgentTools {
     /// user sees on its card. To ask an amended one instead, create the new
     /// request with `replaces: {widget_id, reason}`, which withdraws the old
     /// one in the same step. Refused with `widget_not_pending` once the user
-    /// answered: then the answer stands and arrives as usual.
+    /// answered (then the answer stands and arrives as usual), and with
+    /// `not_asked_by_agent` for a request your host asked, not you.
     #[tool(input_schema = schema::<CancelInput>())]
     async fn cancel_widget(
         &self,

@@ -7,6 +7,7 @@
 pub mod agent_answers;
 pub mod approval;
 pub mod approval_edit;
+pub mod approval_quorum;
 pub mod ask;
 pub mod clarification;
 pub mod dismiss;

@@ -69,7 +69,9 @@ pub async fn create_living<R: Request>(
             names: names.unwrap_or_default(),
         });
     let guessed = guess.is_some();
-    if guessed && super::store::grouped::allowed(state) {
+    // Grouped creations are the agent's: the host's are marked as its own.
+    let by_agent = matches!(cause.actor, Actor::Agent(_));
+    if guessed && by_agent && super::store::grouped::allowed(state) {
         if let Some(created) = write_grouped::<R>(state, session_id, &loaded, life, &cause).await? {
             return Ok(created);
         }
@@ -250,7 +252,8 @@ async fn insert_widget(
         check_pending_cap(&mut tx, &widget.session_id, pending).await?;
     }
     let (created, names) = store::created_event(widget, loaded.env_names());
-    store::insert_into(&mut script, widget);
+    let by_host = !matches!(cause.actor, Actor::Agent(_));
+    store::insert_into(&mut script, widget, by_host);
     events::record_into(
         &mut tx,
         &mut script,

@@ -15,6 +15,7 @@ use sqlx::AnyConnection;
 use super::resolution::{self, Change};
 use super::{store, text};
 use crate::Core;
+use crate::audit::Actor;
 use crate::db::WriteTx;
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
@@ -126,7 +127,9 @@ pub fn split(args: &mut Map<String, Value>, ttl_ms: i64) -> Result<Life> {
 /// result, its prompt written and marked delivered at once (the agent
 /// withdrew it itself; no later turn starts from it). `409
 /// widget_not_pending` when a person answered first: the engine's guarded
-/// transition lets one of them win. The row as the withdrawal left it.
+/// transition lets one of them win. The agent withdraws only what it asked
+/// itself: a widget the host asked is `422 not_asked_by_agent`. The row as
+/// the withdrawal left it.
 pub(super) async fn withdraw(
     tx: &mut WriteTx,
     state: &Core,
@@ -137,6 +140,13 @@ pub(super) async fn withdraw(
 ) -> Result<WidgetRow> {
     if widget.status != WidgetStatus::Pending {
         return Err(Error::WidgetNotPending(widget.status.as_str()));
+    }
+    if matches!(cause.actor, Actor::Agent(_)) && store::asked_by_host(tx, &widget.id).await? {
+        return Err(Error::invalid(
+            "not_asked_by_agent",
+            "the session's host asked this request, not you: only the host or the person can \
+             withdraw or replace it",
+        ));
     }
     let loaded = crate::widgets::kinds::load_or_lapsed(&widget.kind, &widget.params);
     let mut result = loaded.unanswered();

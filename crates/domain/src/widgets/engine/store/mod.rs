@@ -25,10 +25,19 @@ pub(super) const COLUMNS: &str = "id, session_id, kind, params, status, result, 
 /// writes sent as one statement (`db::Script`). On PostgreSQL the message
 /// reads the widget's id from the widget's `RETURNING`, so its foreign key
 /// sees the widget. The caller holds the session's lock (`create_living`),
-/// so the line takes its place in the session's order.
-pub(super) fn insert_into(script: &mut Script, w: &WidgetRow) {
-    let widget =
-        format!("INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
+/// so the line takes its place in the session's order. A widget the host
+/// asked (`by_host`) is marked so (`asked_by`): its agent may not withdraw
+/// it; the agent's own take the column's default.
+pub(super) fn insert_into(script: &mut Script, w: &WidgetRow, by_host: bool) {
+    let widget = match by_host {
+        false => format!(
+            "INSERT INTO widgets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ),
+        true => format!(
+            "INSERT INTO widgets ({COLUMNS}, asked_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'host')"
+        ),
+    };
     let returning = script.dialect().sql().reads_returning();
     let (widget, message) = if returning {
         (
@@ -61,6 +70,15 @@ pub(super) fn insert_into(script: &mut Script, w: &WidgetRow) {
             v.add(w.id.clone());
         }
     });
+}
+
+/// Whether the host asked widget `id` (`asked_by`), not its agent.
+pub(super) async fn asked_by_host(conn: &mut AnyConnection, id: &WidgetId) -> sqlx::Result<bool> {
+    let by: Option<String> = sqlx::query_scalar("SELECT asked_by FROM widgets WHERE id = $1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(by.as_deref() == Some("host"))
 }
 
 /// How many widgets of session `$1` are pending, through
