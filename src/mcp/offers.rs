@@ -124,4 +124,26 @@ mod tests {
         assert!(offers.take(&alice, "ask", &states[MAX_PER_AGENT]).is_some());
         assert!(offers.lock().len() <= MAX_PER_AGENT);
     }
+
+    #[test]
+    fn new_offers_keep_the_live_ones_of_every_agent() {
+        let offers = Offers::default();
+        let (alice, bob) = (SessionId::generate(), SessionId::generate());
+        let (first, second) = (WidgetId::generate(), WidgetId::generate());
+        let a1 = offers.offer(&alice, "ask", &first);
+        let b1 = offers.offer(&bob, "ask", &second);
+        let a2 = offers.offer(&alice, "ask", &second);
+        // Alice filling her share to the brim drops nothing, hers or bob's.
+        let mine: Vec<String> = (0..MAX_PER_AGENT - 2)
+            .map(|_| offers.offer(&alice, "ask", &WidgetId::generate()))
+            .collect();
+        assert_eq!(offers.take(&alice, "ask", &a1), Some(first), "older offer");
+        assert_eq!(offers.take(&alice, "ask", &a2), Some(second.clone()));
+        assert_eq!(
+            offers.take(&bob, "ask", &b1),
+            Some(second),
+            "another agent's"
+        );
+        assert!(mine.iter().all(|s| offers.take(&alice, "ask", s).is_some()));
+    }
 }
