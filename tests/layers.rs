@@ -23,10 +23,26 @@ const NOT_IN_THE_DOMAIN: &[&str] = &[
     "rmcp",
 ];
 
-/// `cargo metadata` of the workspace, as resolved for this machine.
+/// The platform this runs on (`rustc -vV`'s `host`).
+fn host() -> String {
+    let output = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_owned()
+}
+
+/// `cargo metadata` of the workspace, as resolved for this machine: only
+/// this platform's packages, the ones a build here has fetched (offline,
+/// the packages of other platforms may be missing).
 fn metadata() -> Value {
     let output = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host()])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
