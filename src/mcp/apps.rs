@@ -25,8 +25,10 @@
 //!   opt-in as form mode: `serve --elicitation form|both` and the session's
 //!   `elicitation`), and goes through the transcript's checks and
 //!   transition, recorded as `answered_by: "mcp-app"` with the audit actor
-//!   `mcp-app:SESSION`. Env vars and approvals never: their app shows what
-//!   is asked and opens widgetd's own page (`/widgets/{id}`).
+//!   `mcp-app:SESSION`, and only for a question the agent's own tool call
+//!   created and so showed in this app (`super::shown`; once): never one
+//!   the host asked over REST. Env vars and approvals never: their app
+//!   shows what is asked and opens widgetd's own page (`/widgets/{id}`).
 
 use std::sync::LazyLock;
 
@@ -265,7 +267,9 @@ async fn view(
     let input: ViewInput = parse_args(args)?;
     let row = own_widget(tools, &agent.session_id, &input.widget_id).await?;
     let question = AGENT_CLIENT_KINDS.contains(&row.kind.as_str());
-    let answer_here = question && in_client_answers(tools, &agent.session_id).await?;
+    let answer_here = question
+        && tools.shown.may_answer(&agent.session_id, &row.id)
+        && in_client_answers(tools, &agent.session_id).await?;
     let vault = Vault {
         owner: String::new(),
         saved_globals: Default::default(),
@@ -330,6 +334,9 @@ async fn answer(
              both allow form mode)",
         ));
     }
+    if !tools.shown.may_answer(&agent.session_id, &row.id) {
+        return Err(not_offered());
+    }
     if input.fields.len() > MAX_FIELDS {
         return Err(Error::invalid(
             "too_many_fields",
@@ -343,15 +350,34 @@ async fn answer(
         .map(|(name, value)| (name, SecretString::from(value)))
         .collect();
     let by = Answerer::AgentApp(&agent.session_id);
-    let view = widgets::submit(
+    let answered = widgets::submit(
         &tools.state,
         &row,
         by,
         AnswerBody::Form(fields),
         &agent.client,
     )
-    .await?;
-    Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
+    .await;
+    // Taken once it ended; a refused answer leaves it for the person to
+    // correct the form.
+    if matches!(answered, Ok(_) | Err(Error::WidgetNotPending(_))) {
+        tools.shown.take(&agent.session_id, &row.id);
+    }
+    Ok(serde_json::to_value(answered?).map_err(anyhow::Error::from)?)
+}
+
+/// `422 not_offered_to_app`: the app answers only a question its own
+/// agent's call created and showed in it (see `super::shown`). Not
+/// `invalid_request_state`: the app sends no `requestState`, and that
+/// code's advice (call the tool again without it) means nothing to it;
+/// like the app's other refusals, this one is a well-formed request refused
+/// for this widget, and says where the question is answered instead.
+fn not_offered() -> Error {
+    Error::invalid(
+        "not_offered_to_app",
+        "this question was not asked by this agent's own tool call in this app (or was \
+         answered, or is older than 20 minutes); answer it in widgetd's transcript",
+    )
 }
 
 /// What `initialize` says of the server: tools, resources (the app

@@ -23,6 +23,7 @@ mod requests;
 mod schema;
 mod scrub;
 mod sessions;
+mod shown;
 mod tools;
 
 pub use widgetd_domain::sessions::Elicitation;
