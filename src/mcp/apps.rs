@@ -9,7 +9,7 @@
 //!   `_meta.ui.visibility: ["app"]`, which the host keeps out of the model's
 //!   tool list), and the resource. Any other client sees the tools as
 //!   before, and calling an app-only tool is an unknown tool to it.
-//! - The document (see [`document`]) is the transcript's own stylesheet and
+//! - The document (`super::app_document`) is the transcript's own stylesheet and
 //!   scripts (`static/app.css`, `static/app.js` and the clarification
 //!   scripts, the same files as the pages, compiled in) with
 //!   `static/mcp-app.js`, which speaks the app side of the postMessage
@@ -29,8 +29,6 @@
 //!   created and so showed in this app (`super::shown`; once): never one
 //!   the host asked over REST. Env vars and approvals never: their app
 //!   shows what is asked and opens widgetd's own page (`/widgets/{id}`).
-
-use std::sync::LazyLock;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
@@ -153,7 +151,7 @@ pub(super) fn read(uri: &str, ui: bool) -> Option<Value> {
         json!({ "contents": [{
             "uri": URI,
             "mimeType": MIME,
-            "text": document(),
+            "text": super::app_document::document(),
             "_meta": resource_meta(),
         }] })
     })
@@ -166,32 +164,6 @@ fn resource_meta() -> Value {
         "csp": { "connectDomains": [], "resourceDomains": [], "frameDomains": [], "baseUriDomains": [] },
         "prefersBorder": true,
     } })
-}
-
-/// The document's own policy, stricter than the host's default: inline
-/// scripts and styles, `data:` images (an annotation's image), nothing
-/// else, no network, no form posts, no base.
-const DOCUMENT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src \
-     'unsafe-inline'; img-src data:; connect-src 'none'; frame-src 'none'; object-src 'none'; \
-     base-uri 'none'; form-action 'none'";
-
-/// The app document: one self-contained HTML5 file.
-pub(super) fn document() -> &'static str {
-    static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta http-equiv=\"Content-Security-Policy\" content=\"{DOCUMENT_CSP}\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>widgetd</title>\n<style>\n{}\n{}\n</style>\n</head>\n\
-             <body class=\"mcp-app\">\n<main id=\"app\" aria-live=\"polite\"><p class=\"muted\">Loading…</p></main>\n\
-             <script>\n{}\n</script>\n<script>\n{}\n</script>\n</body>\n</html>\n",
-            include_str!("../../static/app.css"),
-            include_str!("../../static/mcp-app.css"),
-            crate::web::pages::APP_JS,
-            include_str!("../../static/mcp-app.js"),
-        )
-    });
-    &DOCUMENT
 }
 
 /// The arguments of [`VIEW_TOOL`].

@@ -11,6 +11,7 @@
 
 mod agent;
 mod answers;
+mod app_document;
 mod apps;
 mod create;
 mod elicit;

@@ -544,3 +544,49 @@ async fn a_refused_answer_leaves_the_question_to_correct() {
     let done = call(&host, "app_widget_answer", right).await;
     assert_eq!(done["status"], "submitted", "{done}");
 }
+
+/// The document's policy allows its own inline scripts and stylesheet by
+/// their SHA-256 hashes, never `'unsafe-inline'` (issue 61): a script, a
+/// handler or a style attribute that got into a card would not run.
+#[tokio::test]
+async fn the_documents_policy_allows_its_own_scripts_by_hash_only() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let host = host(&app, &s.agent, true, true).await;
+    let html = document(&host).await;
+    let policy = html
+        .split("http-equiv=\"Content-Security-Policy\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let directive = |name: &str| -> Vec<&str> {
+        let found = policy
+            .split(';')
+            .map(str::trim)
+            .find(|d| d.split_whitespace().next() == Some(name));
+        let found = found.unwrap_or_else(|| panic!("no {name}: {policy}"));
+        found.split_whitespace().skip(1).collect()
+    };
+    let hash = |text: &str| {
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(digest)
+        )
+    };
+    let blocks = |open: &str, close: &str| -> Vec<String> {
+        html.split(open)
+            .skip(1)
+            .map(|block| hash(block.split(close).next().unwrap()))
+            .collect()
+    };
+    assert_eq!(html.matches("<script").count(), 2, "two inline scripts");
+    assert_eq!(directive("script-src"), blocks("<script>", "</script>"));
+    assert_eq!(html.matches("<style").count(), 1, "one stylesheet");
+    assert_eq!(directive("style-src"), blocks("<style>", "</style>"));
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert_eq!(directive("default-src"), ["'none'"]);
+    host.cancel().await.unwrap();
+}
