@@ -6,7 +6,9 @@
 // transcript), sends an answer with the app-only tool `app_widget_answer`
 // where widgetd allows it, and otherwise offers widgetd's own page. While
 // the widget is pending it asks `get_widget_status` now and then, and shows
-// the card again once the widget ended. It never reaches the network.
+// the card again once the widget ended. It never reaches the network, and
+// nothing in it navigates its own frame: every link opens through the host
+// (`ui/open-link`), or is shown as text where the host refuses.
 "use strict";
 (() => {
   const PROTOCOL = "2026-01-26";
@@ -109,6 +111,10 @@
     shown = view;
     const template = document.createElement("template");
     template.innerHTML = view.html;
+    for (const link of template.content.querySelectorAll("a[href]")) {
+      link.removeAttribute("target");
+      link.setAttribute("draggable", "false");
+    }
     app.replaceChildren(template.content);
     if (view.image) {
       for (const img of app.querySelectorAll("img.annotation-image")) img.src = view.image;
@@ -128,17 +134,60 @@
     button.type = "button";
     button.className = "open-in-widgetd";
     button.textContent = "Open in widgetd to answer";
-    button.addEventListener("click", () => {
-      request("ui/open-link", { url: view.page_url }).catch(() => {
-        const note = document.createElement("span");
-        note.className = "hint";
-        note.textContent = ` Open ${view.page_url} in your browser.`;
-        box.append(note);
-      });
-    });
+    button.addEventListener("click", () => openLink(view.page_url, button));
     box.append(button);
     app.append(box);
   }
+
+  // Opens `url` through the host. A host that refuses (an error, or a
+  // result with `isError`) leaves the URL shown as text beside `beside`,
+  // for the person to copy: never a dead button or link.
+  async function openLink(url, beside) {
+    let opened = false;
+    try {
+      const result = await request("ui/open-link", { url });
+      opened = !(result && result.isError);
+    } catch (_) { /* refused: shown below */ }
+    if (!opened) showUrl(url, beside);
+  }
+
+  function showUrl(url, beside) {
+    const next = beside.nextElementSibling;
+    if (next && next.classList.contains("link-fallback") && next.dataset.url === url) return;
+    const note = document.createElement("span");
+    note.className = "link-fallback hint";
+    note.dataset.url = url;
+    note.setAttribute("role", "status");
+    note.append(" The chat did not open it; copy this address into your browser: ");
+    const text = document.createElement("code");
+    text.textContent = url;
+    note.append(text);
+    beside.after(note);
+  }
+
+  // The agent's links (a clarification option's markdown, a preview, an
+  // env var's instructions) never navigate this frame: in the host, the
+  // outside page would stand in the chat where the card was. Every click,
+  // middle click and Enter on a link goes to the host instead, caught
+  // before anything else sees it. No policy does this: `navigate-to` never
+  // shipped in browsers, and `<base target>` only picks which frame goes.
+  function follow(event) {
+    const link = event.target instanceof Element ? event.target.closest("a[href]") : null;
+    if (!link) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (event.type === "auxclick" && event.button !== 1) return;
+    let url = null;
+    try {
+      url = new URL(link.getAttribute("href"), document.baseURI);
+    } catch (_) { /* not a URL: nothing to open */ }
+    if (url && (url.protocol === "https:" || url.protocol === "http:")) openLink(url.href, link);
+  }
+  document.addEventListener("click", follow, true);
+  document.addEventListener("auxclick", follow, true);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") follow(event);
+  }, true);
 
   async function poll(id) {
     pollTimer = null;
@@ -213,21 +262,45 @@
     send(event.target, event.submitter);
   });
 
-  // The host sizes the iframe to the document.
-  let lastSize = "";
-  new ResizeObserver(() => {
-    const width = Math.ceil(document.documentElement.scrollWidth);
-    const height = Math.ceil(document.documentElement.scrollHeight);
-    const size = `${width}x${height}`;
-    if (size === lastSize) return;
-    lastSize = size;
-    notify("ui/notifications/size-changed", { width, height });
-  }).observe(document.documentElement);
+  // The host sizes the frame to the document, measured as the extension's
+  // own app SDK measures it (@modelcontextprotocol/ext-apps 2.0.4,
+  // `src/app.ts`, `App.setupSizeChangedNotifications`): the root's height
+  // at `max-content` and the window's width, once per animation frame,
+  // sent when either changed. The root's `scrollHeight` never drops below
+  // the frame it fills, so a card that got shorter never shrank the frame.
+  function watchSize() {
+    let queued = false;
+    let lastWidth = 0;
+    let lastHeight = 0;
+    const measure = () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        const root = document.documentElement;
+        const before = root.style.height;
+        root.style.height = "max-content";
+        const height = Math.ceil(root.getBoundingClientRect().height);
+        root.style.height = before;
+        const width = Math.ceil(window.innerWidth);
+        if (width === lastWidth && height === lastHeight) return;
+        lastWidth = width;
+        lastHeight = height;
+        notify("ui/notifications/size-changed", { width, height });
+      });
+    };
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(document.documentElement);
+    observer.observe(document.body);
+  }
 
   request("ui/initialize", {
     appInfo: { name: "widgetd", version: "1" },
     appCapabilities: { availableDisplayModes: ["inline"] },
     protocolVersion: PROTOCOL,
-  }).then(() => notify("ui/notifications/initialized", {}))
-    .catch(() => say("This host could not start widgetd's app."));
+  }).then(() => {
+    notify("ui/notifications/initialized", {});
+    watchSize();
+  }).catch(() => say("This host could not start widgetd's app."));
 })();

@@ -14,6 +14,7 @@ use widgetd_domain::{Error, Result};
 
 use super::AgentSession;
 use super::offers::Offers;
+use super::shown::Shown;
 use crate::state::AppState;
 
 /// The MCP server: one per request (stateless), sharing the app state and
@@ -23,6 +24,9 @@ pub(super) struct AgentTools {
     pub(super) state: AppState,
     /// What this daemon's 2026-07-28 calls offered (see [`super::offers`]).
     pub(super) offers: Offers,
+    /// The questions this daemon's calls showed in an MCP App (see
+    /// [`super::shown`]).
+    pub(super) shown: Shown,
 }
 
 impl AgentTools {
@@ -30,6 +34,7 @@ impl AgentTools {
         Self {
             state,
             offers: Offers::default(),
+            shown: Shown::default(),
         }
     }
 }

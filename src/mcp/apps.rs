@@ -9,7 +9,7 @@
 //!   `_meta.ui.visibility: ["app"]`, which the host keeps out of the model's
 //!   tool list), and the resource. Any other client sees the tools as
 //!   before, and calling an app-only tool is an unknown tool to it.
-//! - The document (see [`document`]) is the transcript's own stylesheet and
+//! - The document (`super::app_document`) is the transcript's own stylesheet and
 //!   scripts (`static/app.css`, `static/app.js` and the clarification
 //!   scripts, the same files as the pages, compiled in) with
 //!   `static/mcp-app.js`, which speaks the app side of the postMessage
@@ -25,10 +25,10 @@
 //!   opt-in as form mode: `serve --elicitation form|both` and the session's
 //!   `elicitation`), and goes through the transcript's checks and
 //!   transition, recorded as `answered_by: "mcp-app"` with the audit actor
-//!   `mcp-app:SESSION`. Env vars and approvals never: their app shows what
-//!   is asked and opens widgetd's own page (`/widgets/{id}`).
-
-use std::sync::LazyLock;
+//!   `mcp-app:SESSION`, and only for a question the agent's own tool call
+//!   created and so showed in this app (`super::shown`; once): never one
+//!   the host asked over REST. Env vars and approvals never: their app
+//!   shows what is asked and opens widgetd's own page (`/widgets/{id}`).
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
@@ -151,7 +151,7 @@ pub(super) fn read(uri: &str, ui: bool) -> Option<Value> {
         json!({ "contents": [{
             "uri": URI,
             "mimeType": MIME,
-            "text": document(),
+            "text": super::app_document::document(),
             "_meta": resource_meta(),
         }] })
     })
@@ -164,32 +164,6 @@ fn resource_meta() -> Value {
         "csp": { "connectDomains": [], "resourceDomains": [], "frameDomains": [], "baseUriDomains": [] },
         "prefersBorder": true,
     } })
-}
-
-/// The document's own policy, stricter than the host's default: inline
-/// scripts and styles, `data:` images (an annotation's image), nothing
-/// else, no network, no form posts, no base.
-const DOCUMENT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src \
-     'unsafe-inline'; img-src data:; connect-src 'none'; frame-src 'none'; object-src 'none'; \
-     base-uri 'none'; form-action 'none'";
-
-/// The app document: one self-contained HTML5 file.
-pub(super) fn document() -> &'static str {
-    static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta http-equiv=\"Content-Security-Policy\" content=\"{DOCUMENT_CSP}\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>widgetd</title>\n<style>\n{}\n{}\n</style>\n</head>\n\
-             <body class=\"mcp-app\">\n<main id=\"app\" aria-live=\"polite\"><p class=\"muted\">Loading…</p></main>\n\
-             <script>\n{}\n</script>\n<script>\n{}\n</script>\n</body>\n</html>\n",
-            include_str!("../../static/app.css"),
-            include_str!("../../static/mcp-app.css"),
-            crate::web::pages::APP_JS,
-            include_str!("../../static/mcp-app.js"),
-        )
-    });
-    &DOCUMENT
 }
 
 /// The arguments of [`VIEW_TOOL`].
@@ -265,7 +239,9 @@ async fn view(
     let input: ViewInput = parse_args(args)?;
     let row = own_widget(tools, &agent.session_id, &input.widget_id).await?;
     let question = AGENT_CLIENT_KINDS.contains(&row.kind.as_str());
-    let answer_here = question && in_client_answers(tools, &agent.session_id).await?;
+    let answer_here = question
+        && tools.shown.may_answer(&agent.session_id, &row.id)
+        && in_client_answers(tools, &agent.session_id).await?;
     let vault = Vault {
         owner: String::new(),
         saved_globals: Default::default(),
@@ -330,6 +306,9 @@ async fn answer(
              both allow form mode)",
         ));
     }
+    if !tools.shown.may_answer(&agent.session_id, &row.id) {
+        return Err(not_offered());
+    }
     if input.fields.len() > MAX_FIELDS {
         return Err(Error::invalid(
             "too_many_fields",
@@ -343,15 +322,34 @@ async fn answer(
         .map(|(name, value)| (name, SecretString::from(value)))
         .collect();
     let by = Answerer::AgentApp(&agent.session_id);
-    let view = widgets::submit(
+    let answered = widgets::submit(
         &tools.state,
         &row,
         by,
         AnswerBody::Form(fields),
         &agent.client,
     )
-    .await?;
-    Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
+    .await;
+    // Taken once it ended; a refused answer leaves it for the person to
+    // correct the form.
+    if matches!(answered, Ok(_) | Err(Error::WidgetNotPending(_))) {
+        tools.shown.take(&agent.session_id, &row.id);
+    }
+    Ok(serde_json::to_value(answered?).map_err(anyhow::Error::from)?)
+}
+
+/// `422 not_offered_to_app`: the app answers only a question its own
+/// agent's call created and showed in it (see `super::shown`). Not
+/// `invalid_request_state`: the app sends no `requestState`, and that
+/// code's advice (call the tool again without it) means nothing to it;
+/// like the app's other refusals, this one is a well-formed request refused
+/// for this widget, and says where the question is answered instead.
+fn not_offered() -> Error {
+    Error::invalid(
+        "not_offered_to_app",
+        "this question was not asked by this agent's own tool call in this app (or was \
+         answered, or is older than 20 minutes); answer it in widgetd's transcript",
+    )
 }
 
 /// What `initialize` says of the server: tools, resources (the app

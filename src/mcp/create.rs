@@ -1,7 +1,9 @@
 //! What every creating tool does: the arguments parsed and validated as the
 //! REST twin's body, the widget created, then an elicitation (a 2026-07-28
 //! `input_required` result or a 2025-11-25 `elicitation/create`) or the
-//! wait; a retry with `requestState` goes to `answers.rs`.
+//! wait; a retry with `requestState` goes to `answers.rs`. A question made
+//! for a host that declared MCP Apps is recorded as shown in its app
+//! (`shown.rs`), the only kind `app_widget_answer` takes.
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -17,6 +19,7 @@ use super::{Elicitation, elicit};
 use widgetd_domain::Result;
 use widgetd_domain::audit::Actor;
 use widgetd_domain::sessions;
+use widgetd_domain::widgets::engine::kind::AGENT_CLIENT_KINDS;
 use widgetd_domain::widgets::{self, Cause, EnvVars, Request, WidgetId, WidgetStatus};
 
 impl AgentTools {
@@ -50,6 +53,14 @@ impl AgentTools {
         let session = &agent.session_id;
         let created =
             widgets::create_living::<R>(&self.state, session, params, &life, cause).await?;
+        // The one kind of widget an MCP App may answer: a question this
+        // call made, shown in the app of a host that declared it.
+        if created.status == WidgetStatus::Pending
+            && AGENT_CLIENT_KINDS.contains(&R::NAME)
+            && super::apps::declared(ctx)
+        {
+            self.shown.show(session, &created.widget_id);
+        }
         let request = match created.status {
             WidgetStatus::Pending => self.elicitation(ctx, &created.widget_id).await?,
             _ => None,

@@ -11,6 +11,7 @@
 
 mod agent;
 mod answers;
+mod app_document;
 mod apps;
 mod create;
 mod elicit;
@@ -23,6 +24,7 @@ mod requests;
 mod schema;
 mod scrub;
 mod sessions;
+mod shown;
 mod tools;
 
 pub use widgetd_domain::sessions::Elicitation;

@@ -4,7 +4,9 @@
 // AppBridge between it and the tool's app, rendered in a sandboxed iframe
 // (scripts only, an opaque origin). The test serves this page on loopback
 // and proxies `/mcp` to the daemon; the page states its progress in
-// `document.body.dataset.state` for the test to wait on.
+// `document.body.dataset.state` for the test to wait on, the last link the
+// app asked it to open in `dataset.opened`, and every height the app
+// reported in `dataset.heights`.
 import {
   AppBridge,
   PostMessageTransport,
@@ -56,12 +58,18 @@ async function main() {
     await bridge.sendToolResult(result);
     state("shown");
   };
+  const heights = [];
   bridge.onsizechange = ({ height }) => {
-    if (height) iframe.style.height = `${Math.min(height, 2000)}px`;
+    if (!height) return;
+    heights.push(height);
+    document.body.dataset.heights = heights.join(" ");
+    iframe.style.height = `${Math.min(height, 2000)}px`;
   };
+  // `refuseLinks`: the host refuses to open links, as a host may by policy
+  // (a result with `isError`, not a JSON-RPC error).
   bridge.onopenlink = async ({ url }) => {
     document.body.dataset.opened = url;
-    return {};
+    return config.refuseLinks ? { isError: true } : {};
   };
   await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
   iframe.srcdoc = content.text;

@@ -14,7 +14,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::helpers::mcp::{actors, error_code, form_app, opted_in};
-use crate::helpers::{TestApp, scene, spawn_app};
+use crate::helpers::{TestApp, ask, created, prompt_of, scene, spawn_app, widget_status};
 use crate::mcp::elicitation::audited;
 
 const URI: &str = "ui://widgetd/widget.html";
@@ -235,7 +235,7 @@ async fn the_app_answers_a_ranking_as_the_agents_client() {
     let done = call(&host, "app_widget_answer", answer.clone()).await;
     assert_eq!(done["status"], "submitted", "{done}");
     let again = call_raw(&host, "app_widget_answer", answer).await;
-    assert_eq!(error_code(&again), "widget_not_pending", "one winner");
+    assert_eq!(error_code(&again), "not_offered_to_app", "answered once");
 
     let status = call(&host, "get_widget_status", json!({ "widget_id": id })).await;
     assert_eq!(status["status"], "submitted", "{status}");
@@ -451,5 +451,142 @@ async fn every_question_kind_renders_in_the_app() {
     ] {
         assert!(html.contains(script), "the document has {script}'s script");
     }
+    host.cancel().await.unwrap();
+}
+
+/// The app answers only a question its own agent's tool call created and
+/// showed in it (issue 61): the host's `ask`, `ask_fields` and clarification
+/// `choice`, made over REST with its API token in the agent's session, are
+/// shown without a form and refused (`not_offered_to_app`), and stay
+/// pending. The agent's own call's question of each kind is answered once,
+/// a second answer refused, and the prompt says the app answered, never
+/// the user.
+#[tokio::test]
+async fn the_app_answers_only_its_own_calls_questions_and_once() {
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let host = host(&app, &alice.agent, true, false).await;
+    let cases = [
+        (
+            "ask",
+            "ask",
+            json!({ "question": "Deploy now?" }),
+            json!([["answer.0", "Yes"]]),
+            r#"[Agor] Answered in your MCP client's app (not by the user in widgetd): {"Deploy now?":"Yes"}"#,
+        ),
+        (
+            "fields",
+            "ask_fields",
+            json!({ "question": "Which port?", "fields": [
+                { "name": "port", "label": "Port", "type": "integer" } ] }),
+            json!([["field.port", "8443"]]),
+            r#"[Agor] Your question "Which port?" was answered in your MCP client's app, not by the user in widgetd: {"port":8443}"#,
+        ),
+        (
+            "clarification",
+            "request_clarification",
+            json!({ "question": "Which region?", "widget": { "type": "choice",
+                "options": [{ "label": "EU" }, { "label": "US" }] } }),
+            json!([["selected", "EU"], ["freeform", ""]]),
+            r#"[Agor] Your question "Which region?" was answered in your MCP client's app, not by the user in widgetd: {"structured":{"selected":["EU"]},"freeform":""}"#,
+        ),
+    ];
+    for (kind, tool, body, fields, prompt) in cases {
+        let hosts = created(ask(&app, &alice.host, &alice.session, kind, &body).await).await;
+        let view = call(&host, "app_widget_view", json!({ "widget_id": hosts })).await;
+        assert_eq!(view["answer_here"], false, "{kind}: {view}");
+        assert!(!view["html"].as_str().unwrap().contains("<form"), "{view}");
+        let answer = json!({ "widget_id": hosts, "fields": fields });
+        let tried = call_raw(&host, "app_widget_answer", answer).await;
+        assert_eq!(error_code(&tried), "not_offered_to_app", "{kind}");
+        assert_eq!(widget_status(&app, &alice.host, &hosts).await, "pending");
+        assert!(actors(&app, "widget.submit", &hosts).await.is_empty());
+
+        let made = call(&host, tool, body).await;
+        let own = made["widget_id"].as_str().unwrap();
+        let view = call(&host, "app_widget_view", json!({ "widget_id": own })).await;
+        assert_eq!(view["answer_here"], true, "{kind}: {view}");
+        let answer = json!({ "widget_id": own, "fields": fields });
+        let done = call(&host, "app_widget_answer", answer.clone()).await;
+        assert_eq!(done["status"], "submitted", "{kind}: {done}");
+        let again = call_raw(&host, "app_widget_answer", answer).await;
+        assert_eq!(error_code(&again), "not_offered_to_app", "{kind}: once");
+        assert_eq!(
+            actors(&app, "widget.submit", own).await,
+            vec![format!("mcp-app:{}", alice.session)]
+        );
+        assert_eq!(
+            prompt_of(&app, &alice.host, &alice.session, own).await,
+            prompt
+        );
+    }
+}
+
+/// A refused answer (a field the form does not have, a wrong value) leaves
+/// the question answerable in the app, so the person can correct the form.
+#[tokio::test]
+async fn a_refused_answer_leaves_the_question_to_correct() {
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let host = host(&app, &alice.agent, true, true).await;
+    let made = call(
+        &host,
+        "ask_fields",
+        json!({ "question": "Which port?", "fields": [
+            { "name": "port", "label": "Port", "type": "integer", "min": 1, "max": 65535 } ] }),
+    )
+    .await;
+    let id = made["widget_id"].as_str().unwrap();
+    let wrong = json!({ "widget_id": id, "fields": [["field.port", "70000"]] });
+    let refused = call_raw(&host, "app_widget_answer", wrong).await;
+    assert_ne!(error_code(&refused), "not_offered_to_app");
+    let right = json!({ "widget_id": id, "fields": [["field.port", "8443"]] });
+    let done = call(&host, "app_widget_answer", right).await;
+    assert_eq!(done["status"], "submitted", "{done}");
+}
+
+/// The document's policy allows its own inline scripts and stylesheet by
+/// their SHA-256 hashes, never `'unsafe-inline'` (issue 61): a script, a
+/// handler or a style attribute that got into a card would not run.
+#[tokio::test]
+async fn the_documents_policy_allows_its_own_scripts_by_hash_only() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let app = spawn_app().await;
+    let s = scene(&app, "alice").await;
+    let host = host(&app, &s.agent, true, true).await;
+    let html = document(&host).await;
+    let policy = html
+        .split("http-equiv=\"Content-Security-Policy\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let directive = |name: &str| -> Vec<&str> {
+        let found = policy
+            .split(';')
+            .map(str::trim)
+            .find(|d| d.split_whitespace().next() == Some(name));
+        let found = found.unwrap_or_else(|| panic!("no {name}: {policy}"));
+        found.split_whitespace().skip(1).collect()
+    };
+    let hash = |text: &str| {
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(digest)
+        )
+    };
+    let blocks = |open: &str, close: &str| -> Vec<String> {
+        html.split(open)
+            .skip(1)
+            .map(|block| hash(block.split(close).next().unwrap()))
+            .collect()
+    };
+    assert_eq!(html.matches("<script").count(), 2, "two inline scripts");
+    assert_eq!(directive("script-src"), blocks("<script>", "</script>"));
+    assert_eq!(html.matches("<style").count(), 1, "one stylesheet");
+    assert_eq!(directive("style-src"), blocks("<style>", "</style>"));
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert_eq!(directive("default-src"), ["'none'"]);
     host.cancel().await.unwrap();
 }

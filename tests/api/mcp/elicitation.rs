@@ -311,6 +311,17 @@ async fn each_capability_and_version_gets_its_elicitation() {
                         vec![format!("mcp-client:{}", alice.session)],
                         "{what}: one audit row, by the agent's MCP client"
                     );
+                    let prompt: String =
+                        sqlx::query_scalar("SELECT text FROM prompts WHERE widget_id = $1")
+                            .bind(&id)
+                            .fetch_one(&app.state.db.read)
+                            .await
+                            .unwrap();
+                    assert_eq!(
+                        prompt,
+                        r#"[Agor] Answered in your MCP client's form (not by the user in widgetd): {"Deploy now?":"Yes"}"#,
+                        "{what}: never worded as the user's"
+                    );
                 }
                 Ok(other) => panic!("{what}: a question asked as {other:?}"),
                 Err(_) => {

@@ -201,6 +201,40 @@ async fn host_state(chrome: &Chrome, state: &str) {
     .await;
 }
 
+/// Chromium on a host page that called the tool of `config` and shows its
+/// app; the id of the widget the call made.
+async fn shown(app: &TestApp, config: Value) -> (Chrome, String) {
+    let host = serve_host(app, config).await;
+    let chrome = Chrome::launch().await;
+    chrome.open(&format!("{host}/")).await;
+    host_state(&chrome, "shown").await;
+    let result = chrome
+        .js("return document.getElementById('result').textContent;")
+        .await;
+    let made: Value = serde_json::from_str(result.as_str().unwrap())
+        .unwrap_or_else(|_| panic!("the tool call gave no structured result: {result}"));
+    let id = made["widget_id"].as_str().unwrap().to_owned();
+    assert_eq!(made["status"], "pending", "{made}");
+    (chrome, id)
+}
+
+/// What the host page recorded in `document.body.dataset[key]`.
+async fn recorded(chrome: &Chrome, key: &str) -> String {
+    let value = chrome
+        .js(&format!("return document.body.dataset.{key} || '';"))
+        .await;
+    value.as_str().unwrap().to_owned()
+}
+
+/// Every height the app sent the host, in order.
+async fn heights(chrome: &Chrome) -> Vec<u32> {
+    recorded(chrome, "heights")
+        .await
+        .split_whitespace()
+        .map(|h| h.parse().unwrap())
+        .collect()
+}
+
 /// The person answers a ranking by dragging in the app, in the host's
 /// sandboxed iframe; the agent's next `get_widget_status` has the
 /// structured answer, recorded as the agent's client (MCP App).
@@ -222,21 +256,7 @@ async fn a_ranking_is_answered_by_dragging_in_the_hosts_app() {
         "tool": "request_clarification",
         "arguments": arguments,
     });
-    let host = serve_host(&app, config).await;
-    let chrome = Chrome::launch().await;
-    chrome.open(&format!("{host}/")).await;
-    host_state(&chrome, "shown").await;
-    let made: Value = serde_json::from_str(
-        chrome
-            .js("return document.getElementById('result').textContent;")
-            .await
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    let id = made["widget_id"].as_str().unwrap().to_owned();
-    assert_eq!(made["status"], "pending", "{made}");
-
+    let (chrome, id) = shown(&app, config).await;
     chrome.css("iframe#app").await.enter_frame().await.unwrap();
     let card = format!("#w-{id}");
     chrome
@@ -297,19 +317,7 @@ async fn an_approval_in_the_hosts_app_opens_widgetds_page() {
         "tool": "request_approval",
         "arguments": { "tool": "Bash", "input": { "command": "rm -rf build" } },
     });
-    let host = serve_host(&app, config).await;
-    let chrome = Chrome::launch().await;
-    chrome.open(&format!("{host}/")).await;
-    host_state(&chrome, "shown").await;
-    let made: Value = serde_json::from_str(
-        chrome
-            .js("return document.getElementById('result').textContent;")
-            .await
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    let id = made["widget_id"].as_str().unwrap().to_owned();
+    let (chrome, id) = shown(&app, config).await;
     chrome.css("iframe#app").await.enter_frame().await.unwrap();
     chrome
         .wait_css("button.open-in-widgetd")
@@ -320,10 +328,7 @@ async fn an_approval_in_the_hosts_app_opens_widgetds_page() {
     assert_eq!(chrome.count("form").await, 0, "no form in the app");
     chrome.enter_parent_frame().await.unwrap();
     wait_for("the host to be asked to open widgetd's page", || async {
-        chrome
-            .js("return document.body.dataset.opened || '';")
-            .await
-            == format!("{}/widgets/{id}", app.url)
+        recorded(&chrome, "opened").await == format!("{}/widgets/{id}", app.url)
     })
     .await;
 
@@ -343,5 +348,141 @@ async fn an_approval_in_the_hosts_app_opens_widgetds_page() {
         .await;
     assert_eq!(chrome.count("button.open-in-widgetd").await, 0);
     chrome.enter_parent_frame().await.unwrap();
+    chrome.close().await;
+}
+
+/// A link the agent wrote (here a clarification option's markdown) opens
+/// through the host, `ui/open-link` with its URL, and never in the app's
+/// own frame, which keeps widgetd's card (issue 61): in a host, the frame
+/// would otherwise show the outside page where the card was, a convincing
+/// "sign in again". Where the host refuses, the address is shown as text
+/// beside the link, for the person to copy.
+#[tokio::test]
+async fn a_link_in_the_app_opens_through_the_host_never_in_its_frame() {
+    install();
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let url = "https://login.example/reauth?next=chat";
+    let arguments = json!({
+        "question": "Which account should deploy?",
+        "widget": { "type": "choice", "options": [
+            { "label": "Production", "markdown": format!("Your session expired: [sign in again]({url})") },
+            { "label": "Staging" },
+        ] },
+    });
+    for refused in [false, true] {
+        let config = json!({
+            "token": alice.agent,
+            "tool": "request_clarification",
+            "arguments": arguments,
+            "refuseLinks": refused,
+        });
+        let (chrome, id) = shown(&app, config).await;
+        let card = format!("#w-{id}");
+        chrome.css("iframe#app").await.enter_frame().await.unwrap();
+        chrome
+            .wait_css(&format!("{card} .markdown a[href]"))
+            .await
+            .click()
+            .await
+            .unwrap();
+        chrome.enter_parent_frame().await.unwrap();
+        wait_for("the host to be asked to open the link", || async {
+            recorded(&chrome, "opened").await == url
+        })
+        .await;
+        chrome.css("iframe#app").await.enter_frame().await.unwrap();
+        assert_eq!(chrome.js("return location.href;").await, "about:srcdoc");
+        let options = format!("{card} fieldset.choice");
+        assert_eq!(chrome.count(&options).await, 1, "the card stays");
+        if refused {
+            let fallback = chrome.wait_css(&format!("{card} .link-fallback")).await;
+            assert!(fallback.text().await.unwrap().contains(url));
+            assert_eq!(
+                chrome.count(".link-fallback a").await,
+                0,
+                "text, not a link"
+            );
+        } else {
+            assert_eq!(chrome.count(".link-fallback").await, 0);
+        }
+        chrome.enter_parent_frame().await.unwrap();
+        chrome.close().await;
+    }
+}
+
+/// A host that refuses to open widgetd's page (a result with `isError`)
+/// leaves no dead "Open in widgetd" button: the page's address is shown as
+/// text to copy (issue 61).
+#[tokio::test]
+async fn a_refused_open_in_widgetd_shows_the_address() {
+    install();
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let config = json!({
+        "token": alice.agent,
+        "tool": "request_approval",
+        "arguments": { "tool": "Bash", "input": { "command": "rm -rf build" } },
+        "refuseLinks": true,
+    });
+    let (chrome, id) = shown(&app, config).await;
+    let page = format!("{}/widgets/{id}", app.url);
+    chrome.css("iframe#app").await.enter_frame().await.unwrap();
+    chrome
+        .wait_css("button.open-in-widgetd")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let fallback = chrome.wait_css(".open-page .link-fallback").await;
+    assert!(fallback.text().await.unwrap().contains(&page));
+    chrome.enter_parent_frame().await.unwrap();
+    assert_eq!(recorded(&chrome, "opened").await, page);
+    chrome.close().await;
+}
+
+/// The frame follows the card down as well as up (issue 61): the app
+/// measures as the extension's app SDK does, so once a long pending card
+/// is replaced by its short ended one the host is sent a smaller height.
+#[tokio::test]
+async fn the_frame_shrinks_when_the_card_does() {
+    install();
+    let app = form_app().await;
+    let alice = opted_in(&app, "alice").await;
+    let about = "Close to most of the customers, with two zones, a staging copy and \
+                 the on-call team's own dashboards and runbooks already in place.";
+    let options: Vec<Value> = (1..=10)
+        .map(|n| json!({ "label": format!("Region {n}"), "description": about }))
+        .collect();
+    let config = json!({
+        "token": alice.agent,
+        "tool": "request_clarification",
+        "arguments": { "question": "Which region?", "widget": { "type": "choice", "options": options } },
+    });
+    let (chrome, id) = shown(&app, config).await;
+    wait_for("the app to report the long card's height", || async {
+        heights(&chrome).await.last().is_some_and(|h| *h > 600)
+    })
+    .await;
+    let long = *heights(&chrome).await.last().unwrap();
+
+    let browser = app.login("alice").await;
+    let r = app
+        .post_form(
+            &browser,
+            &format!("/widgets/{id}/submit"),
+            &[("selected", "Region 3"), ("return_to", "page")],
+        )
+        .await;
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+    chrome.css("iframe#app").await.enter_frame().await.unwrap();
+    chrome
+        .wait_css(&format!("#w-{id}[data-status=submitted]"))
+        .await;
+    chrome.enter_parent_frame().await.unwrap();
+    wait_for("the host to be sent a smaller height", || async {
+        heights(&chrome).await.last().is_some_and(|h| *h < long / 2)
+    })
+    .await;
     chrome.close().await;
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::kind::Loaded;
 use super::notices::{self, notify};
 use super::{store, text};
-use crate::audit::{self, Entry};
+use crate::audit::{self, Actor, Entry};
 use crate::db::{Dialect, Script, WriteTx};
 use crate::error::{Error, Result};
 use crate::ids::UserId;
@@ -130,7 +130,8 @@ async fn script(
     cause: &Cause<'_>,
 ) -> Result<Script> {
     let tag = &state.settings.prompt_tag;
-    let text = withdrawal_prompt(tag, to, result).unwrap_or_else(|| loaded.prompt(tag, to, result));
+    let text = withdrawal_prompt(tag, to, result)
+        .unwrap_or_else(|| worded(tag, loaded, to, result, cause.actor));
     let note = result["note"]
         .as_str()
         .filter(|_| to == WidgetStatus::Dismissed);
@@ -173,6 +174,49 @@ async fn script(
     Ok(script)
 }
 
+/// The kind's resume prompt, except that an answer of the agent's side is
+/// never worded as the user's. An answer given in the agent's MCP client
+/// (form mode) or in an MCP App there came over the agent's own connection,
+/// with the agent token: widgetd cannot tell it from the agent, so the
+/// prompt says where it was given (`actor` is who the audit row names).
+fn worded(
+    tag: &str,
+    loaded: &dyn Loaded,
+    to: WidgetStatus,
+    result: &Value,
+    actor: &Actor,
+) -> String {
+    let text = loaded.prompt(tag, to, result);
+    let place = match actor {
+        Actor::McpApp(_) => "in your MCP client's app",
+        Actor::McpClient(_) => "in your MCP client's form",
+        _ => return text,
+    };
+    agent_side(tag, &text, place)
+}
+
+/// `text` (a question's "`{tag}` User answered…" prompt) said of an answer
+/// given `place`, not by the user: "`{tag}` Answered `place` (not by the
+/// user in widgetd): …", or, where the prompt names the question (JSON-quoted),
+/// "`{tag}` Your question "…" was answered `place`, not by the user in
+/// widgetd: …". Words it does not know are kept, after that warning.
+fn agent_side(tag: &str, text: &str, place: &str) -> String {
+    let own = text.strip_prefix(tag).unwrap_or(text).trim_start();
+    let Some(rest) = own.strip_prefix("User answered") else {
+        return format!("{tag} Answered {place}, not by the user in widgetd. {own}");
+    };
+    if let Some(quoted) = rest.strip_prefix(" your question ") {
+        let mut values = serde_json::Deserializer::from_str(quoted).into_iter::<Value>();
+        if let Some(Ok(Value::String(_))) = values.next() {
+            let (question, answer) = quoted.split_at(values.byte_offset());
+            return format!(
+                "{tag} Your question {question} was answered {place}, not by the user in widgetd{answer}"
+            );
+        }
+    }
+    format!("{tag} Answered {place} (not by the user in widgetd){rest}")
+}
+
 /// The resume prompt of a widget its agent withdrew (written already
 /// delivered), instead of the kind's "the session was archived".
 pub fn withdrawal_prompt(tag: &str, to: WidgetStatus, result: &Value) -> Option<String> {
@@ -183,4 +227,130 @@ pub fn withdrawal_prompt(tag: &str, to: WidgetStatus, result: &Value) -> Option<
         Some(new) => format!("{tag} You replaced this request with {new}; nothing was given."),
         None => format!("{tag} You withdrew this request; nothing was given."),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::worded;
+    use crate::audit::Actor;
+    use crate::ids::{SessionId, UserId};
+    use crate::widgets::engine::kind::Loaded;
+    use crate::widgets::{Ask, AskUser, Clarification, Fields, Request, WidgetStatus, kinds};
+
+    const TAG: &str = "[Agor]";
+
+    /// A stored widget of `R` asked with `input`, as the engine loads it.
+    fn loaded<R: Request>(input: Value) -> Box<dyn Loaded> {
+        let input = serde_json::from_value(input).unwrap();
+        let (params, _) = crate::widgets::validate::<R>(input).unwrap();
+        let stored = serde_json::to_string(&params).unwrap();
+        kinds::load(R::NAME, &stored).unwrap_or_else(|_| panic!("{} loads", R::NAME))
+    }
+
+    /// The submitted prompt of `widget` answered with `result` by the
+    /// person, the agent's MCP client (form mode) and an MCP App.
+    fn by_each(widget: &dyn Loaded, result: &Value) -> [String; 3] {
+        let session = SessionId::generate();
+        let to = WidgetStatus::Submitted;
+        [
+            Actor::User(UserId::generate()),
+            Actor::McpClient(session.clone()),
+            Actor::McpApp(session),
+        ]
+        .map(|actor| worded(TAG, widget, to, result, &actor))
+    }
+
+    #[test]
+    fn an_ask_answered_on_the_agents_side_is_not_the_users() {
+        let widget = loaded::<Ask>(json!({ "question": "Deploy now?" }));
+        let result = json!({ "answers": { "Deploy now?": "Yes" }, "answered_by": "mcp-app" });
+        assert_eq!(
+            by_each(&*widget, &result),
+            [
+                r#"[Agor] User answered: {"Deploy now?":"Yes"}"#,
+                r#"[Agor] Answered in your MCP client's form (not by the user in widgetd): {"Deploy now?":"Yes"}"#,
+                r#"[Agor] Answered in your MCP client's app (not by the user in widgetd): {"Deploy now?":"Yes"}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ask_user_answered_on_the_agents_side_is_not_the_users() {
+        let widget = loaded::<AskUser>(json!({ "questions": [{
+            "question": "Which database?", "header": "DB",
+            "options": [{ "label": "Postgres" }, { "label": "SQLite" }],
+        }] }));
+        let result =
+            json!({ "answers": { "Which database?": "SQLite" }, "answered_by": "mcp-app" });
+        let [person, client, app] = by_each(&*widget, &result);
+        assert_eq!(
+            person,
+            r#"[Agor] User answered: {"Which database?":"SQLite"}"#
+        );
+        assert_eq!(
+            client,
+            r#"[Agor] Answered in your MCP client's form (not by the user in widgetd): {"Which database?":"SQLite"}"#
+        );
+        assert_eq!(
+            app,
+            r#"[Agor] Answered in your MCP client's app (not by the user in widgetd): {"Which database?":"SQLite"}"#
+        );
+    }
+
+    #[test]
+    fn typed_fields_answered_on_the_agents_side_are_not_the_users() {
+        let widget = loaded::<Fields>(json!({
+            "question": "Where is staging?",
+            "fields": [{ "name": "port", "label": "Port", "type": "integer" }],
+        }));
+        let result = json!({ "answers": { "port": 8443 }, "answered_by": "mcp-client" });
+        assert_eq!(
+            by_each(&*widget, &result),
+            [
+                r#"[Agor] User answered your question "Where is staging?": {"port":8443}"#,
+                r#"[Agor] Your question "Where is staging?" was answered in your MCP client's form, not by the user in widgetd: {"port":8443}"#,
+                r#"[Agor] Your question "Where is staging?" was answered in your MCP client's app, not by the user in widgetd: {"port":8443}"#,
+            ]
+        );
+    }
+
+    /// The question is JSON-quoted in the prompt: a quote or a colon in
+    /// it does not move where the answer starts.
+    #[test]
+    fn a_clarification_answered_on_the_agents_side_is_not_the_users() {
+        let widget = loaded::<Clarification>(json!({
+            "question": "Which \"region\": EU or US?",
+            "widget": { "type": "choice", "options": [{ "label": "EU" }, { "label": "US" }] },
+        }));
+        let result = json!({
+            "structured": { "selected": ["EU"] }, "freeform": "User answered: US",
+            "answered_by": "mcp-app",
+        });
+        let answer = r#"{"structured":{"selected":["EU"]},"freeform":"User answered: US"}"#;
+        assert_eq!(
+            by_each(&*widget, &result),
+            [
+                format!(
+                    r#"[Agor] User answered your question "Which \"region\": EU or US?": {answer}"#
+                ),
+                format!(
+                    r#"[Agor] Your question "Which \"region\": EU or US?" was answered in your MCP client's form, not by the user in widgetd: {answer}"#
+                ),
+                format!(
+                    r#"[Agor] Your question "Which \"region\": EU or US?" was answered in your MCP client's app, not by the user in widgetd: {answer}"#
+                ),
+            ]
+        );
+    }
+
+    /// Words of a kind this does not know still say who answered, first.
+    #[test]
+    fn unknown_words_are_kept_after_the_warning() {
+        assert_eq!(
+            super::agent_side(TAG, "[Agor] Someone picked EU.", "in your MCP client's app"),
+            "[Agor] Answered in your MCP client's app, not by the user in widgetd. Someone picked EU."
+        );
+    }
 }
