@@ -295,9 +295,9 @@ async fn a_link_is_made_only_with_a_code_from_widgetds_settings() {
     assert_eq!(app.count(links).await, 0);
 
     let answer = send_link(&app, "UALICE", &code).await;
-    assert!(
-        answer["text"].as_str().unwrap().starts_with("Linked"),
-        "{answer}"
+    assert_eq!(
+        answer["text"], "Linked to the widgetd user alice: widgetd will ask you here.",
+        "the reply names whom the Slack user is now linked to"
     );
     // Used once: another Slack user cannot reuse it.
     let answer = send_link(&app, "UMALLORY", &code).await;
@@ -515,4 +515,37 @@ async fn a_message_slack_refuses_as_invalid_is_not_delivered_after_one_call() {
         .wait_for("chat.postMessage", |c| text_of(c).contains(&next))
         .await;
     assert_eq!(posts(&slack), 2);
+}
+
+#[tokio::test]
+async fn unlinking_in_the_settings_removes_the_link_and_is_audited_once() {
+    let (app, _slack) = slack_app().await;
+    app.user("alice", Role::Member).await;
+    link(&app, "alice", "UALICE").await;
+    let alice = app.login("alice").await;
+    // The second unlink has nothing to remove: nothing to audit either.
+    for _ in 0..2 {
+        let r = app.post_form(&alice, "/settings/slack/unlink", &[]).await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    }
+    assert_eq!(app.count("SELECT count(*) FROM slack_links").await, 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'slack.unlink'")
+            .await,
+        1
+    );
+    let page = app.page(&alice, "/settings/slack").await;
+    assert!(!page.contains("UALICE"), "{page}");
+    // A click from the Slack user unlinked answers nothing.
+    let Scene { session, agent, .. } = scene(&app, "bob").await;
+    let id = new_widget(&app, &agent, &session, "ask", &json!({ "question": "Go?" })).await;
+    let r = signed(
+        &app,
+        "/slack/interactions",
+        click("UALICE", &id, "option.0", "0"),
+        SIGNING_SECRET,
+        now(),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
 }
