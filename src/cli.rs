@@ -211,9 +211,10 @@ pub struct ServeArgs {
     pub trusted_proxies: Vec<crate::forwarded::IpRange>,
     /// The one header the trusted proxies set: `x-forwarded-for` (nginx,
     /// Caddy, Traefik, HAProxy, cloud load balancers) or `forwarded` (RFC
-    /// 7239, for a proxy that sets it). The other header is ignored, so
-    /// make sure the proxy sets or clears the one named here. Read right to
-    /// left: the first address that is not a trusted proxy is the client.
+    /// 7239, for a proxy that sets it). The other header is ignored
+    /// entirely. Read right to left: the first address that is not a
+    /// trusted proxy is the client, so what a client wrote itself at the
+    /// left is never reached.
     #[arg(
         long,
         env = "WIDGETD_FORWARDED_HEADER",
