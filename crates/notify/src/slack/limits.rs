@@ -5,7 +5,7 @@
 //! does not fit is replaced by the link-only one instead.
 //!
 //! The figures are Slack's, as published in its Block Kit reference on
-//! docs.slack.dev (read 2026-12-07): "Section block" (`text` 1 to 3,000
+//! docs.slack.dev (read 2026-12-08): "Section block" (`text` 1 to 3,000
 //! characters, `block_id` at most 255), "Header block" (`text` at most
 //! 150), "Actions block" (at most 25 elements), "Button element" (`text`
 //! at most 75, `value` 2,000, `url` 3,000, `action_id` 255), "Blocks" (at
