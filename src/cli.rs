@@ -204,11 +204,24 @@ pub struct ServeArgs {
     #[arg(long, env = "WIDGETD_WEBHOOKS_ALLOW_PRIVATE")]
     pub webhooks_allow_private: bool,
     /// Reverse proxies (addresses or CIDR ranges, comma-separated) whose
-    /// `Forwarded` / `X-Forwarded-For` header names the client, for the
+    /// forwarding header (`--forwarded-header`) names the client, for the
     /// audit log and the login rate limits. From any other address the
-    /// headers are ignored. Default: none (the TCP peer is the client).
+    /// header is ignored. Default: none (the TCP peer is the client).
     #[arg(long, env = "WIDGETD_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::forwarded::IpRange::parse)]
     pub trusted_proxies: Vec<crate::forwarded::IpRange>,
+    /// The one header the trusted proxies set: `x-forwarded-for` (nginx,
+    /// Caddy, Traefik, HAProxy, cloud load balancers) or `forwarded` (RFC
+    /// 7239, for a proxy that sets it). The other header is ignored
+    /// entirely. Read right to left: the first address that is not a
+    /// trusted proxy is the client, so what a client wrote itself at the
+    /// left is never reached.
+    #[arg(
+        long,
+        env = "WIDGETD_FORWARDED_HEADER",
+        value_enum,
+        default_value = "x-forwarded-for"
+    )]
+    pub forwarded_header: crate::forwarded::ForwardedHeader,
     /// For tests only: the Slack Web API's base URL (a loopback fake).
     #[arg(long, env = "WIDGETD_SLACK_API_BASE", hide = true, default_value = widgetd_notify::slack::API_BASE)]
     pub slack_api_base: String,

@@ -3,37 +3,34 @@
 //! log shippers).
 //!
 //! The filter is `RUST_LOG` (else `info` for `serve`, `warn` for the other
-//! commands), with the libraries widgetd is built on pinned at `warn`
-//! unless `RUST_LOG` names them itself: at DEBUG and TRACE rmcp logs whole
-//! MCP messages, an answer typed into an MCP form included, and hyper,
-//! sqlx and tower log every request and statement. So `RUST_LOG=trace`
-//! traces widgetd only; `RUST_LOG=trace,rmcp=trace` also rmcp, values and
-//! all — only for debugging on a machine with no real data.
+//! commands), and a bare level in it (`debug`, `trace`) is widgetd's own:
+//! every library stays at `warn` unless `RUST_LOG` names it. At DEBUG and
+//! TRACE rmcp logs whole MCP messages, an answer typed into an MCP form
+//! included; hyper, sqlx and tower log every request and statement; the
+//! HTML parser under the markdown cleaner (html5ever, markup5ever) logs
+//! every token of an agent's text, megabytes for one card. A library added
+//! later is quiet too, without being listed. So `RUST_LOG=trace` traces
+//! widgetd only; `RUST_LOG=trace,rmcp=trace` also rmcp, values and all —
+//! only for debugging on a machine with no real data.
 
 use std::fmt;
 use std::io::IsTerminal;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
 use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The libraries kept at `warn` unless `RUST_LOG` names them.
-pub const QUIET_LIBRARIES: [&str; 10] = [
-    "rmcp",
-    "hyper",
-    "hyper_util",
-    "h2",
-    "sqlx",
-    "tower",
-    "tower_http",
-    "tower_sessions",
-    "tower_sessions_core",
-    "reqwest",
-];
+/// The target a bare level applies to: widgetd's crates (a directive's
+/// target is a prefix, so this also covers `widgetd_domain` and
+/// `widgetd_notify`).
+pub const OWN_TARGET: &str = "widgetd";
+/// The most any library logs unless `RUST_LOG` names it.
+const LIBRARIES: LevelFilter = LevelFilter::WARN;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -47,22 +44,49 @@ pub enum LogFormat {
 }
 
 /// The filter directives for `rust_log` (the `RUST_LOG` value, if any)
-/// with `default_level` when there is none.
+/// with `default_level` when there is none: a bare level becomes
+/// widgetd's (unless a directive names `widgetd` itself), everything else
+/// stays at `warn` (or a stricter bare level: `off`, `error`), and
+/// directives naming a target are kept as written.
 pub fn directives(rust_log: Option<&str>, default_level: &str) -> String {
-    let given = rust_log.map(str::trim).filter(|s| !s.is_empty());
-    let mut directives = given.unwrap_or(default_level).to_owned();
-    for library in QUIET_LIBRARIES {
-        let named = given.is_some_and(|given| {
-            given.split(',').any(|d| {
-                let target = d.split(['=', '[']).next().unwrap_or_default().trim();
-                target == library || target.starts_with(&format!("{library}::"))
-            })
-        });
-        if !named {
-            directives.push_str(&format!(",{library}=warn"));
+    let given = rust_log
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(default_level);
+    let parts: Vec<&str> = given
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    let names_own = parts
+        .iter()
+        .any(|d| d.split(['=', '[']).next().unwrap_or_default().trim() == OWN_TARGET);
+    let mut libraries = LIBRARIES;
+    let mut directives = Vec::new();
+    for part in parts {
+        match part.parse::<LevelFilter>() {
+            Ok(level) => {
+                libraries = libraries.min(level);
+                if !names_own {
+                    directives.push(format!("{OWN_TARGET}={}", name(level)));
+                }
+            }
+            Err(_) => directives.push(part.to_owned()),
         }
     }
-    directives
+    directives.insert(0, name(libraries).to_owned());
+    directives.join(",")
+}
+
+fn name(level: LevelFilter) -> &'static str {
+    match level {
+        LevelFilter::OFF => "off",
+        LevelFilter::ERROR => "error",
+        LevelFilter::WARN => "warn",
+        LevelFilter::INFO => "info",
+        LevelFilter::DEBUG => "debug",
+        _ => "trace",
+    }
 }
 
 /// Installs the global subscriber: stderr, `format`, the filter above.
@@ -143,17 +167,76 @@ impl Visit for Fields<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::directives;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
 
     #[test]
-    fn libraries_stay_quiet_unless_named() {
-        let d = directives(None, "info");
-        assert!(d.starts_with("info,"), "{d}");
-        assert!(d.contains("rmcp=warn") && d.contains("sqlx=warn"), "{d}");
-        let d = directives(Some("trace"), "info");
-        assert!(d.starts_with("trace,") && d.contains("rmcp=warn"), "{d}");
-        let d = directives(Some("trace,rmcp::transport=trace"), "info");
-        assert!(!d.contains("rmcp=warn") && d.contains("hyper=warn"), "{d}");
-        assert!(directives(Some("rmcp_like=info"), "info").contains("rmcp=warn"));
+    fn a_bare_level_is_widgetds_and_libraries_stay_quiet_unless_named() {
+        assert_eq!(directives(None, "info"), "warn,widgetd=info");
+        assert_eq!(directives(Some("trace"), "info"), "warn,widgetd=trace");
+        assert_eq!(directives(Some(" "), "warn"), "warn,widgetd=warn");
+        assert_eq!(
+            directives(Some("trace,rmcp::transport=trace"), "info"),
+            "warn,widgetd=trace,rmcp::transport=trace"
+        );
+        assert_eq!(
+            directives(Some("debug,widgetd=trace"), "info"),
+            "warn,widgetd=trace"
+        );
+        assert_eq!(
+            directives(Some("widgetd_domain=debug"), "info"),
+            "warn,widgetd_domain=debug"
+        );
+        assert_eq!(directives(Some("off"), "info"), "off,widgetd=off");
+        assert_eq!(directives(Some("error"), "info"), "error,widgetd=error");
+    }
+
+    /// The lines the filter for `rust_log` lets through of one event at
+    /// TRACE from each of the markdown parser's libraries, a library no
+    /// list names, and two of widgetd's crates.
+    fn written(rust_log: &str) -> String {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(EnvFilter::new(directives(Some(rust_log), "info")))
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::trace!(target: "html5ever::tree_builder", "token");
+            tracing::trace!(target: "markup5ever::interface", "token");
+            tracing::trace!(target: "a_library_added_later", "token");
+            tracing::trace!(target: "widgetd::cards", "token");
+            tracing::trace!(target: "widgetd_domain::widgets", "token");
+        });
+        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn at_trace_the_markdown_parser_and_any_other_library_write_nothing() {
+        let logs = written("trace");
+        for own in ["widgetd::cards", "widgetd_domain::widgets"] {
+            assert!(logs.contains(own), "{own}: {logs}");
+        }
+        for library in ["html5ever", "markup5ever", "a_library_added_later"] {
+            assert!(!logs.contains(library), "{library}: {logs}");
+        }
+        // Named, a library is heard.
+        let logs = written("trace,html5ever=trace");
+        assert!(logs.contains("html5ever::tree_builder"), "{logs}");
+        assert!(!logs.contains("markup5ever"), "{logs}");
     }
 }

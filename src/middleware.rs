@@ -114,7 +114,12 @@ pub async fn resolve_client(
     if !state.config.trusted_proxies.is_empty()
         && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>()
     {
-        let client = client_ip(peer.ip(), request.headers(), &state.config.trusted_proxies);
+        let client = client_ip(
+            peer.ip(),
+            request.headers(),
+            state.config.forwarded_header,
+            &state.config.trusted_proxies,
+        );
         let rewritten = SocketAddr::new(client, peer.port());
         request.extensions_mut().insert(ConnectInfo(rewritten));
     }

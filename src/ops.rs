@@ -92,6 +92,9 @@ pub async fn measure(State(state): State<AppState>, request: Request, next: Next
         } else {
             tracing::warn!(%method, route, status, code, "request refused");
         }
+    } else {
+        let status = status.as_u16();
+        tracing::trace!(%method, route, status, "request answered");
     }
     response
 }

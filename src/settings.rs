@@ -5,7 +5,7 @@
 use widgetd_notify::slack::SlackSettings;
 use widgetd_notify::webhooks::WebhookSettings;
 
-use crate::forwarded::IpRange;
+use crate::forwarded::{ForwardedHeader, IpRange};
 
 /// Everything `serve` is told.
 #[derive(Debug, Clone)]
@@ -16,9 +16,12 @@ pub struct Settings {
     /// loopback and the public URL's name). Compared without the port: a
     /// proxy's `Host: $host` drops it, and DNS rebinding is about names.
     pub mcp_allowed_hosts: Vec<String>,
-    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` is believed
+    /// Reverse proxies whose forwarding header is believed
     /// (`serve --trusted-proxies`); empty: the TCP peer is the client.
     pub trusted_proxies: Vec<IpRange>,
+    /// The one header those proxies set, read right to left
+    /// (`serve --forwarded-header`); the other is ignored.
+    pub forwarded_header: ForwardedHeader,
     /// Where webhooks may go and how they are retried.
     pub webhooks: WebhookSettings,
     /// Where Slack is reached.
@@ -46,6 +49,7 @@ impl Settings {
             domain,
             mcp_allowed_hosts: hosts,
             trusted_proxies: Vec::new(),
+            forwarded_header: ForwardedHeader::default(),
             webhooks: WebhookSettings::default(),
             slack: SlackSettings::default(),
         }

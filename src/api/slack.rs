@@ -261,7 +261,16 @@ async fn link(
         detail: Some(format!("team={team}; slack_user={slack_user}")),
         ..Default::default()
     };
+    // Named, so that a person who sent someone else's code sees whose
+    // questions they will get.
+    let name = auth::find_user_by_id(&mut tx, &user)
+        .await?
+        .map(|u| u.name)
+        .unwrap_or_default();
     audit::append(&mut tx, &Actor::User(user), client, entry).await?;
     tx.commit().await?;
-    Ok("Linked: widgetd will ask you here.".to_owned())
+    Ok(format!(
+        "Linked to the widgetd user {}: widgetd will ask you here.",
+        blocks::escape(&name)
+    ))
 }

@@ -196,6 +196,7 @@ async fn serve(dir: &Path, database: Option<&DatabaseUrl>, args: ServeArgs) -> a
         i64::try_from(args.widget_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     settings.webhooks.allow_private = args.webhooks_allow_private;
     settings.trusted_proxies = args.trusted_proxies;
+    settings.forwarded_header = args.forwarded_header;
     settings.slack.api_base = args.slack_api_base;
     settings
         .mcp_allowed_hosts

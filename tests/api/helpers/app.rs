@@ -36,6 +36,14 @@ pub async fn spawn_app_with(change: impl FnOnce(&mut Settings)) -> TestApp {
     spawn_app_in(Arc::new(test_dir()), change).await
 }
 
+/// Same as [`spawn_app_with`], listening on `bind` (`[::1]:0` for a
+/// daemon reached over IPv6).
+pub async fn spawn_app_at(bind: &str, change: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = Arc::new(test_dir());
+    let database = dir.database(&dir.path().join("data"));
+    serve_data_dir(dir, database, bind, change).await
+}
+
 /// [`spawn_app`] on a SQLite file whatever the tests run on, for tests
 /// that look at or alter the file itself.
 pub async fn spawn_sqlite_app() -> TestApp {
@@ -60,22 +68,23 @@ impl TestApp {
 /// `url`, for tests that move data between databases.
 pub async fn spawn_app_on(dir: Arc<TestDir>, url: &str) -> TestApp {
     let database = DatabaseUrl::parse(url).unwrap();
-    serve_data_dir(dir, Some(database), |_| {}).await
+    serve_data_dir(dir, Some(database), "127.0.0.1:0", |_| {}).await
 }
 
 async fn spawn_app_in(dir: Arc<TestDir>, change: impl FnOnce(&mut Settings)) -> TestApp {
     let database = dir.database(&dir.path().join("data"));
-    serve_data_dir(dir, database, change).await
+    serve_data_dir(dir, database, "127.0.0.1:0", change).await
 }
 
 async fn serve_data_dir(
     dir: Arc<TestDir>,
     database: Option<DatabaseUrl>,
+    bind: &str,
     change: impl FnOnce(&mut Settings),
 ) -> TestApp {
     let data_dir = dir.path().join("data");
     let data = startup::open(&data_dir, database.as_ref()).await.unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = TcpListener::bind(bind).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let mut settings = Settings::new(url.clone());
     change(&mut settings);

@@ -87,6 +87,18 @@ impl TestApp {
         Some(signed_in(&self.client, &self.url, &response).await)
     }
 
+    /// The client address of every failed login in the audit log, oldest
+    /// first: the address the login limits counted it under.
+    pub async fn failed_login_addresses(&self) -> Vec<Option<String>> {
+        let mut conn = self.state.db.read.acquire().await.unwrap();
+        sqlx::query_scalar(
+            "SELECT client_addr FROM audit_log WHERE action = 'login.failure' ORDER BY id",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+    }
+
     /// [`post_login`] to this daemon; the caller inspects the response.
     pub async fn post_login(
         &self,

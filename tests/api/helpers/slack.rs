@@ -3,6 +3,7 @@
 //! over `v0:{timestamp}:{body}`), and linking a person's Slack account from
 //! widgetd's settings.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,10 +29,12 @@ pub struct Call {
 }
 
 /// Slack's Web API on 127.0.0.1:0: answers `ok` with a channel and a fresh
-/// `ts` to each post, `ok` to each update, and keeps every call.
+/// `ts` to each post, `ok` to each update (or the error set with
+/// [`FakeSlack::refuse_next`]), and keeps every call.
 #[derive(Clone, Default)]
 pub struct FakeSlack {
     calls: Arc<Mutex<Vec<Call>>>,
+    refusals: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl FakeSlack {
@@ -52,9 +55,13 @@ impl FakeSlack {
                             .unwrap_or_default()
                             .to_owned();
                         let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                        let refusal = state.refusals.lock().unwrap().pop_front();
                         let mut calls = state.calls.lock().unwrap();
                         let ts = format!("1700000000.{:06}", calls.len());
-                        let answer = json!({ "ok": true, "channel": format!("D{}", body["channel"].as_str().unwrap_or("X")), "ts": ts });
+                        let answer = match refusal {
+                            Some(error) => json!({ "ok": false, "error": error }),
+                            None => json!({ "ok": true, "channel": format!("D{}", body["channel"].as_str().unwrap_or("X")), "ts": ts }),
+                        };
                         calls.push(Call { method, auth, body });
                         axum::Json(answer)
                     }
@@ -65,6 +72,11 @@ impl FakeSlack {
         let base = format!("http://{}/api", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         (fake, base)
+    }
+
+    /// The next call is answered `{"ok": false, "error": error}`.
+    pub fn refuse_next(&self, error: &str) {
+        self.refusals.lock().unwrap().push_back(error.to_owned());
     }
 
     pub fn calls(&self) -> Vec<Call> {

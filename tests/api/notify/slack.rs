@@ -4,6 +4,8 @@
 //! click answers as the linked person through the same transition as the
 //! transcript; a stale, badly signed, unlinked, unauthorised or second one
 //! changes nothing; a link is made only with a code from widgetd's settings.
+//! A message over Slack's limits goes as a link; one Slack refuses as
+//! invalid is not delivered after that one call, and counted so.
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -12,7 +14,7 @@ use widgetd_domain::auth::Role;
 use crate::helpers::slack::{
     Call, SIGNING_SECRET, TEAM, form, link, link_code, now, send_link, signed, slack_app,
 };
-use crate::helpers::{Scene, TestApp, new_widget, scene};
+use crate::helpers::{Scene, TestApp, eventually, new_widget, scene};
 
 /// The interaction payload of a click on `action_id` / `value` of
 /// `widget`'s message by `slack_user`.
@@ -222,7 +224,8 @@ async fn an_approval_shows_its_exact_command_and_ends_in_slack_when_answered_in_
     )
     .await;
     let posted = slack.wait_for("chat.postMessage", |_| true).await;
-    let text = posted.body["blocks"][0]["text"]["text"]
+    // The title's section, then what is asked.
+    let text = posted.body["blocks"][1]["text"]["text"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -292,9 +295,9 @@ async fn a_link_is_made_only_with_a_code_from_widgetds_settings() {
     assert_eq!(app.count(links).await, 0);
 
     let answer = send_link(&app, "UALICE", &code).await;
-    assert!(
-        answer["text"].as_str().unwrap().starts_with("Linked"),
-        "{answer}"
+    assert_eq!(
+        answer["text"], "Linked to the widgetd user alice: widgetd will ask you here.",
+        "the reply names whom the Slack user is now linked to"
     );
     // Used once: another Slack user cannot reuse it.
     let answer = send_link(&app, "UMALLORY", &code).await;
@@ -411,4 +414,138 @@ async fn a_person_linked_after_a_widget_was_asked_gets_the_next_one_in_slack() {
     )
     .await;
     assert_eq!(app.count(&messages(&after)).await, 1);
+}
+
+#[tokio::test]
+async fn a_message_over_slacks_limits_goes_with_its_buttons_or_as_a_link() {
+    let (app, slack) = slack_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    link(&app, "alice", "UALICE").await;
+    // The issue's: a 2,950-character command under a title was a section
+    // of 3,073 characters, which Slack refuses.
+    let command = "x".repeat(2950);
+    let id = new_widget(
+        &app,
+        &agent,
+        &session,
+        "approval",
+        &json!({ "tool": "Bash", "input": { "command": command } }),
+    )
+    .await;
+    let posted = slack
+        .wait_for("chat.postMessage", |c| text_of(c).contains(&id))
+        .await;
+    let longest = posted.body["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"]["text"].as_str())
+        .map(|t| t.encode_utf16().count())
+        .max()
+        .unwrap();
+    assert!(longest <= 3000, "a section of {longest}");
+    assert!(text_of(&posted).contains("decision.once"));
+    // 600 `&` in a command: 3,000 characters once escaped, with the rest
+    // over the limit. The person gets the link, not a refused message.
+    let amps = "&".repeat(600);
+    let id = new_widget(
+        &app,
+        &agent,
+        &session,
+        "approval",
+        &json!({ "tool": "Bash", "input": { "command": amps } }),
+    )
+    .await;
+    let posted = slack
+        .wait_for("chat.postMessage", |c| text_of(c).contains(&id))
+        .await;
+    let blocks = text_of(&posted);
+    assert!(!blocks.contains("decision.once"), "{blocks}");
+    assert!(blocks.contains(&format!("/widgets/{id}")), "{blocks}");
+}
+
+#[tokio::test]
+async fn a_message_slack_refuses_as_invalid_is_not_delivered_after_one_call() {
+    let (app, slack) = slack_app().await;
+    let Scene { session, agent, .. } = scene(&app, "alice").await;
+    link(&app, "alice", "UALICE").await;
+    slack.refuse_next("invalid_blocks");
+    let id = new_widget(
+        &app,
+        &agent,
+        &session,
+        "ask",
+        &json!({ "question": "Ship it?" }),
+    )
+    .await;
+    let failed = format!(
+        "SELECT count(*) FROM slack_messages WHERE widget_id = '{id}' AND failed_at IS NOT NULL"
+    );
+    eventually(
+        "the refused message to be marked not delivered",
+        std::time::Duration::from_secs(10),
+        || async { app.count(&failed).await == 1 },
+    )
+    .await;
+    let attempts = format!("SELECT attempts FROM slack_messages WHERE widget_id = '{id}'");
+    assert_eq!(app.count(&attempts).await, 1);
+    let posts = |slack: &crate::helpers::slack::FakeSlack| {
+        slack
+            .calls()
+            .into_iter()
+            .filter(|c| c.method == "chat.postMessage")
+            .count()
+    };
+    assert_eq!(posts(&slack), 1);
+    let mut conn = app.state.db.read.acquire().await.unwrap();
+    let status = widgetd_notify::slack::status(&mut conn).await.unwrap();
+    assert_eq!(status.messages_not_delivered, 1);
+    drop(conn);
+    // The sender goes on: the next widget's message is posted, and the
+    // refused one is not sent again.
+    let next = new_widget(
+        &app,
+        &agent,
+        &session,
+        "ask",
+        &json!({ "question": "And this?" }),
+    )
+    .await;
+    slack
+        .wait_for("chat.postMessage", |c| text_of(c).contains(&next))
+        .await;
+    assert_eq!(posts(&slack), 2);
+}
+
+#[tokio::test]
+async fn unlinking_in_the_settings_removes_the_link_and_is_audited_once() {
+    let (app, _slack) = slack_app().await;
+    app.user("alice", Role::Member).await;
+    link(&app, "alice", "UALICE").await;
+    let alice = app.login("alice").await;
+    // The second unlink has nothing to remove: nothing to audit either.
+    for _ in 0..2 {
+        let r = app.post_form(&alice, "/settings/slack/unlink", &[]).await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    }
+    assert_eq!(app.count("SELECT count(*) FROM slack_links").await, 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'slack.unlink'")
+            .await,
+        1
+    );
+    let page = app.page(&alice, "/settings/slack").await;
+    assert!(!page.contains("UALICE"), "{page}");
+    // A click from the Slack user unlinked answers nothing.
+    let Scene { session, agent, .. } = scene(&app, "bob").await;
+    let id = new_widget(&app, &agent, &session, "ask", &json!({ "question": "Go?" })).await;
+    let r = signed(
+        &app,
+        "/slack/interactions",
+        click("UALICE", &id, "option.0", "0"),
+        SIGNING_SECRET,
+        now(),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
 }

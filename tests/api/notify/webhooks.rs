@@ -340,6 +340,11 @@ async fn private_addresses_are_refused_and_nothing_is_sent() {
         format!("http://localhost:{port}/hook"),
         "http://10.0.0.8/hook".to_owned(),
         "http://100.64.0.1/hook".to_owned(),
+        // 127.0.0.1 translated, 169.254.169.254 through a local-use NAT64,
+        // a Teredo client 192.168.1.1.
+        format!("http://[::ffff:0:7f00:1]:{port}/hook"),
+        "http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/".to_owned(),
+        "http://[2001:0:4136:e378:8000:63bf:3f57:fefe]/hook".to_owned(),
     ] {
         let r = app
             .post_json("/api/v1/webhooks", &host, &json!({ "url": url }))

@@ -2,8 +2,10 @@
 //! certificate made here by `openssl`: the example config in
 //! `contrib/nginx/widgetd.conf`, and a plain `proxy_pass` that buffers,
 //! both pass live updates at once; the proxied `Host` (no port) and the
-//! forwarded client address are taken. Without `nginx` on the machine the
-//! test says so and passes, except under `CI`, where it must run.
+//! forwarded client address are taken, also from a proxy reached over
+//! IPv6; a `Forwarded` header the client wrote changes neither its login
+//! bucket nor its audit address. Without `nginx` on the machine the tests
+//! say so and pass, except under `CI`, where they must run.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Client, StatusCode};
 use serde_json::json;
-use widgetd::forwarded::IpRange;
+use widgetd::forwarded::{ForwardedHeader, IpRange};
 use widgetd_domain::auth::Role;
 
-use crate::helpers::{PASSWORD, free_port, spawn_app_with, test_dir};
+use crate::helpers::{
+    PASSWORD, TestApp, free_port, post_login, spawn_app_at, spawn_app_with, test_dir,
+};
 
 /// The name the certificate is made for; the client resolves it to loopback.
 const NAME: &str = "widgetd.test";
@@ -93,8 +97,9 @@ fn make_certificate(dir: &Path) -> Vec<u8> {
     std::fs::read(dir.join("ca.pem")).unwrap()
 }
 
-/// `contrib/nginx/widgetd.conf` with only its addresses and paths changed.
-fn contrib_server(port: u16, upstream: u16, dir: &Path) -> String {
+/// `contrib/nginx/widgetd.conf` with only its addresses and paths changed:
+/// on `port`, in front of the daemon at `upstream` (`http://ADDR:PORT`).
+fn contrib_server(port: u16, upstream: &str, dir: &Path) -> String {
     let text = std::fs::read_to_string("contrib/nginx/widgetd.conf").unwrap();
     let swaps = [
         ("listen 443 ssl;", format!("listen 127.0.0.1:{port} ssl;")),
@@ -113,7 +118,7 @@ fn contrib_server(port: u16, upstream: u16, dir: &Path) -> String {
         ),
         (
             "proxy_pass http://127.0.0.1:7700;",
-            format!("proxy_pass http://127.0.0.1:{upstream};"),
+            format!("proxy_pass {upstream};"),
         ),
     ];
     swaps.iter().fold(text, |text, (from, to)| {
@@ -266,7 +271,7 @@ async fn live_updates_host_names_and_client_addresses_pass_nginx() {
         &binary,
         &dir,
         &[
-            contrib_server(port, upstream, &dir),
+            contrib_server(port, &app.url, &dir),
             plain_server(plain_port, upstream, &dir),
         ],
         &[port, plain_port],
@@ -340,6 +345,145 @@ async fn live_updates_host_names_and_client_addresses_pass_nginx() {
     );
     let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(cookie.starts_with("__Host-"), "{cookie}");
+}
+
+/// A daemon listening on `bind`, public as [`NAME`] on `port` (the shipped
+/// config's port), believing `trusted`'s `header`.
+async fn proxied_app(port: u16, bind: &str, trusted: &str, header: ForwardedHeader) -> TestApp {
+    spawn_app_at(bind, |s| {
+        s.domain.public_url = format!("https://{NAME}:{port}");
+        s.mcp_allowed_hosts.push(format!("{NAME}:{port}"));
+        s.trusted_proxies = vec![IpRange::parse(trusted).unwrap()];
+        s.forwarded_header = header;
+    })
+    .await
+}
+
+/// Failed logins through `base` from `browser`, each with the header
+/// `spoof(n)`, until one is refused with `429`; returns how many were
+/// answered. Honestly counted that is the address's burst (20) plus what it
+/// regains meanwhile (one per 3 s): well under twice the burst.
+async fn failed_logins_until_limited(
+    browser: &Client,
+    base: &str,
+    spoof: impl Fn(usize) -> (&'static str, String),
+) -> usize {
+    let burst = widgetd_domain::limits::PER_ADDRESS.burst as usize;
+    for n in 0..2 * burst {
+        let (header, value) = spoof(n);
+        let name = format!("nobody{n}");
+        let headers = [("origin", base), (header, value.as_str())];
+        let status = post_login(browser, base, &name, "wrong password", &headers)
+            .await
+            .status();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(n >= burst, "limited after {n}");
+            return n;
+        }
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {n}");
+    }
+    panic!(
+        "{base}: {} failed logins, each claiming another address, were never limited",
+        2 * burst
+    )
+}
+
+#[tokio::test]
+async fn a_spoofed_forwarded_header_is_ignored() {
+    let Some(binary) = nginx() else { return };
+    let dir = test_dir();
+    let dir = dir.path().to_owned();
+    let ca = make_certificate(&dir);
+    let (port, reader_port) = (free_port(), free_port());
+    let app = proxied_app(
+        port,
+        "127.0.0.1:0",
+        "127.0.0.1",
+        ForwardedHeader::XForwardedFor,
+    )
+    .await;
+    // A daemon told to read `Forwarded`: the shipped config clears the
+    // client's, so it sees none and takes the proxy's own address.
+    let reader = proxied_app(
+        reader_port,
+        "127.0.0.1:0",
+        "127.0.0.1",
+        ForwardedHeader::Forwarded,
+    )
+    .await;
+    let _nginx = Nginx::start(
+        &binary,
+        &dir,
+        &[
+            contrib_server(port, &app.url, &dir),
+            contrib_server(reader_port, &reader.url, &dir),
+        ],
+        &[port, reader_port],
+    );
+    let browser = client(&ca, &[port, reader_port], "127.0.0.2");
+
+    // A new `Forwarded: for=` each attempt: one bucket all the same, and
+    // every audit row names the address nginx saw.
+    let base = format!("https://{NAME}:{port}");
+    let failed = failed_logins_until_limited(&browser, &base, |n| {
+        ("forwarded", format!("for=198.51.100.{n};proto=https"))
+    })
+    .await;
+    let addresses = app.failed_login_addresses().await;
+    assert_eq!(addresses.len(), failed);
+    assert!(
+        addresses.iter().all(|a| a.as_deref() == Some("127.0.0.2")),
+        "{addresses:?}"
+    );
+
+    let base = format!("https://{NAME}:{reader_port}");
+    let headers = [("origin", base.as_str()), ("forwarded", "for=198.51.100.7")];
+    let r = post_login(&browser, &base, "nobody", "wrong password", &headers).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        reader.failed_login_addresses().await,
+        [Some("127.0.0.1".to_owned())],
+        "nginx passed the client's Forwarded header on"
+    );
+}
+
+/// `--trusted-proxies ::1`: nginx reaches widgetd over IPv6 and is
+/// believed; a hop in another IPv6 range is not.
+#[tokio::test]
+async fn a_proxy_reached_over_ipv6_is_believed_by_its_range() {
+    let Some(binary) = nginx() else { return };
+    let dir = test_dir();
+    let dir = dir.path().to_owned();
+    let ca = make_certificate(&dir);
+    let port = free_port();
+    let app = proxied_app(port, "[::1]:0", "::1", ForwardedHeader::XForwardedFor).await;
+    let _nginx = Nginx::start(
+        &binary,
+        &dir,
+        &[contrib_server(port, &app.url, &dir)],
+        &[port],
+    );
+    let browser = client(&ca, &[port], "127.0.0.2");
+    let base = format!("https://{NAME}:{port}");
+    let headers = [
+        ("origin", base.as_str()),
+        ("x-forwarded-for", "2001:db8::66"),
+    ];
+    let r = post_login(&browser, &base, "nobody", "wrong password", &headers).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // Straight from ::1, as a proxy that saw the client at 2001:db8::66,
+    // which claimed to be 2001:db8::1: ::1 is trusted, the rest of the
+    // IPv6 space is not, so the walk stops at 2001:db8::66.
+    let direct = [("x-forwarded-for", "2001:db8::1, 2001:db8::66")];
+    let r = post_login(&app.client, &app.url, "nobody", "wrong password", &direct).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.failed_login_addresses().await,
+        [
+            Some("127.0.0.2".to_owned()),
+            Some("2001:db8::66".to_owned())
+        ]
+    );
 }
 
 /// The figure the docs and the example proxy config state is above every

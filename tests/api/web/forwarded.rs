@@ -1,20 +1,13 @@
 //! `serve --trusted-proxies`: behind a listed proxy each person has their
-//! own login rate-limit bucket and audit address (from `X-Forwarded-For`
-//! or `Forwarded`); from anywhere else those headers change nothing.
+//! own login rate-limit bucket and audit address (from the one header
+//! `--forwarded-header` names: `X-Forwarded-For`, or `Forwarded`); the
+//! other header, and both from anywhere else, change nothing.
 
 use reqwest::StatusCode;
-use widgetd::forwarded::IpRange;
+use widgetd::forwarded::{ForwardedHeader, IpRange};
 use widgetd_domain::auth::Role;
 
 use crate::helpers::{PASSWORD, TestApp, spawn_app, spawn_app_with};
-
-async fn failure_addresses(app: &TestApp) -> Vec<Option<String>> {
-    let mut conn = app.state.db.read.acquire().await.unwrap();
-    sqlx::query_scalar("SELECT client_addr FROM audit_log WHERE action = 'login.failure'")
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap()
-}
 
 /// Failed logins under made-up names until the address's bucket is empty
 /// (20, plus what it regains meanwhile: one per 3 s); returns how many
@@ -55,10 +48,7 @@ async fn behind_a_trusted_proxy_each_person_has_their_own_bucket_and_address() {
         .post_login(
             "bob",
             PASSWORD,
-            &[
-                ("origin", &app.url),
-                ("forwarded", "for=198.51.100.2;proto=https"),
-            ],
+            &[("origin", &app.url), ("x-forwarded-for", "198.51.100.2")],
         )
         .await
         .status();
@@ -67,7 +57,7 @@ async fn behind_a_trusted_proxy_each_person_has_their_own_bucket_and_address() {
         StatusCode::SEE_OTHER,
         "bob, from another address, logs in"
     );
-    let addresses = failure_addresses(&app).await;
+    let addresses = app.failed_login_addresses().await;
     assert_eq!(addresses.len(), failed);
     assert!(
         addresses
@@ -93,7 +83,52 @@ async fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
         .await
         .status();
     assert_eq!(bob, StatusCode::TOO_MANY_REQUESTS);
-    let addresses = failure_addresses(&app).await;
+    let addresses = app.failed_login_addresses().await;
+    assert!(
+        addresses.iter().all(|a| a.as_deref() == Some("127.0.0.1")),
+        "{addresses:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_forwarded_read_x_forwarded_for_is_ignored() {
+    let app = spawn_app_with(|s| {
+        s.trusted_proxies = vec![IpRange::parse("127.0.0.0/8").unwrap()];
+        s.forwarded_header = ForwardedHeader::Forwarded;
+    })
+    .await;
+    app.user("bob", Role::Member).await;
+    // A new X-Forwarded-For address each time: all of them one bucket, the
+    // proxy's (no `Forwarded` was set).
+    exhaust(&app, |n| ("x-forwarded-for", format!("198.51.100.{n}"))).await;
+    let addresses = app.failed_login_addresses().await;
+    assert!(
+        addresses.iter().all(|a| a.as_deref() == Some("127.0.0.1")),
+        "{addresses:?}"
+    );
+    // The header it reads names bob's own address: his own bucket.
+    let bob = app
+        .post_login(
+            "bob",
+            PASSWORD,
+            &[
+                ("origin", &app.url),
+                ("forwarded", "for=198.51.100.250;proto=https"),
+            ],
+        )
+        .await
+        .status();
+    assert_eq!(bob, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn with_x_forwarded_for_read_a_forwarded_header_is_ignored() {
+    let app = spawn_app_with(|s| {
+        s.trusted_proxies = vec![IpRange::parse("127.0.0.0/8").unwrap()];
+    })
+    .await;
+    exhaust(&app, |n| ("forwarded", format!("for=198.51.100.{n}"))).await;
+    let addresses = app.failed_login_addresses().await;
     assert!(
         addresses.iter().all(|a| a.as_deref() == Some("127.0.0.1")),
         "{addresses:?}"

@@ -2,6 +2,7 @@
 //! 2026-07-28 client (answers in a retry) and by a 2025-11-25 client (an
 //! MCP session's `elicitation/create`), and a value submitted on the page,
 //! never reach a log line. Refusals are logged in one line with their code.
+//! An agent's markdown shown on a card does not flood the log.
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -173,6 +174,92 @@ async fn trace_logs_never_carry_a_value_over_either_mcp_generation() {
     assert!(refused.contains("WARN"), "{refused}");
     assert!(refused.contains("/api/v1/widgets/{id}"), "{refused}");
     assert!(!refused.contains(&widget), "{refused}");
+}
+
+/// The size of the daemon's two logs, in bytes.
+fn log_size(daemon: &Daemon) -> u64 {
+    [&daemon.out_log, &daemon.err_log]
+        .iter()
+        .map(|log| std::fs::metadata(log).map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// A card of agent-written markdown viewed five times at `RUST_LOG=trace`:
+/// the HTML parser under the markdown cleaner (html5ever) logged every
+/// token, 11 MiB for these five views. Now widgetd's own lines only.
+#[tokio::test]
+async fn viewing_agent_markdown_at_trace_adds_little_to_the_log() {
+    let tmp = crate::helpers::test_dir();
+    let data = tmp.path().join("data");
+    let daemon = Daemon::start(&data, tmp.path(), "markdown");
+    let url = daemon.url.clone();
+    let minted = widgetd(&data)
+        .args([
+            "token", "create", "--user", "admin", "--scope", "sessions", "--json",
+        ])
+        .output_within(COMMAND_LIMIT);
+    assert!(minted.status.success(), "{}", stderr(&minted));
+    let host: Value = serde_json::from_slice(&minted.stdout).unwrap();
+    let http = client();
+    let created: Value = http
+        .post(format!("{url}/api/v1/sessions"))
+        .bearer_auth(host["token"].as_str().unwrap())
+        .json(&json!({ "title": "markdown" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (agent, session) = (
+        created["agent_token"].as_str().unwrap(),
+        created["session_id"].as_str().unwrap(),
+    );
+    let line = "* **Open** the _settings_ page, copy `API_KEY` from [the console](https://example.com/keys) & paste it <here>\n";
+    let instructions = line.repeat(4000 / line.len());
+    let r = http
+        .post(format!("{url}/api/v1/sessions/{session}/widgets/env-vars"))
+        .bearer_auth(agent)
+        .json(&json!({ "names": ["API_KEY"], "reason": "to call the API",
+                       "instructions": instructions }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::CREATED);
+    let widget = r.json::<Value>().await.unwrap()["widget_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let browser = login_at(&http, &url, "admin").await;
+
+    let before = log_size(&daemon);
+    for _ in 0..5 {
+        let page = http
+            .get(format!("{url}/widgets/{widget}"))
+            .header("cookie", &browser.cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), reqwest::StatusCode::OK);
+        let html = page.text().await.unwrap();
+        assert!(
+            html.contains("<strong>Open</strong>"),
+            "the markdown is rendered"
+        );
+    }
+    let grown = log_size(&daemon) - before;
+    let (err_log, out_log) = (daemon.err_log.clone(), daemon.out_log.clone());
+    daemon.stop();
+    let logs =
+        std::fs::read_to_string(&out_log).unwrap() + &std::fs::read_to_string(&err_log).unwrap();
+    assert!(
+        logs.contains("request answered"),
+        "the daemon did not log at trace"
+    );
+    assert!(
+        grown < 64 * 1024,
+        "five views of one card wrote {grown} bytes of log"
+    );
 }
 
 /// Logs written to a file carry no colour codes; `--log-format json`

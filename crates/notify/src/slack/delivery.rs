@@ -4,7 +4,9 @@
 //! which opens the app's direct message) while the widget waits, updated
 //! (`chat.update`) once it ended, whichever channel answered. A call gives
 //! up after [`TIMEOUT`]; a failed one is retried with backoff, at most
-//! [`MAX_ATTEMPTS`] times.
+//! [`MAX_ATTEMPTS`] times. A message Slack refuses as invalid
+//! ([`REFUSED_PAYLOAD`]) would be refused again: it is not delivered at
+//! once, never retried, and counted by `widgetd slack status`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +26,18 @@ const POLL: Duration = Duration::from_millis(500);
 const BATCH: i64 = 16;
 /// Backoff after attempt N, in seconds.
 const BACKOFF: [i64; 7] = [5, 30, 120, 600, 1800, 3600, 10800];
+/// The errors `chat.postMessage` and `chat.update` answer for a payload
+/// itself (Slack's method references: its blocks, its text, its arguments),
+/// which the same payload would get again.
+pub const REFUSED_PAYLOAD: [&str; 7] = [
+    "invalid_blocks",
+    "invalid_blocks_format",
+    "msg_too_long",
+    "msg_blocks_too_long",
+    "no_text",
+    "invalid_arguments",
+    "markdown_text_conflict",
+];
 
 /// A message that does not show its widget's status yet.
 #[derive(sqlx::FromRow)]
@@ -111,6 +125,8 @@ enum Outcome {
     },
     /// Not now; the reason, in the daemon's own words.
     Failed(String),
+    /// Refused as invalid (`method: code`): never, so not again.
+    Refused(String),
 }
 
 async fn bring_up_to_date(state: &Core, api: &Api, token: &SecretString, due: &Due) -> Outcome {
@@ -154,12 +170,18 @@ async fn bring_up_to_date(state: &Core, api: &Api, token: &SecretString, due: &D
     };
     if answer["ok"] != json!(true) {
         // Slack's error codes (`channel_not_found`, `invalid_auth`) name no value.
-        let code = answer["error"]
+        let code: String = answer["error"]
             .as_str()
             .unwrap_or("unknown")
             .chars()
-            .take(60);
-        return Outcome::Failed(format!("{method}: {}", code.collect::<String>()));
+            .take(60)
+            .collect();
+        let why = format!("{method}: {code}");
+        return if REFUSED_PAYLOAD.contains(&code.as_str()) {
+            Outcome::Refused(why)
+        } else {
+            Outcome::Failed(why)
+        };
     }
     let posted = (method == "chat.postMessage").then(|| {
         let text = |k: &str| answer[k].as_str().unwrap_or_default().to_owned();
@@ -178,7 +200,6 @@ async fn read_widget(state: &Core, id: &str) -> Result<widgets::WidgetRow, Strin
 
 /// Keeps what a message came to; schedules the next attempt or gives up.
 async fn record(state: &Core, due: &Due, outcome: Outcome) -> sqlx::Result<()> {
-    let now = clock::now_ms();
     let mut tx = state.db.begin_write().await?;
     match outcome {
         Outcome::Shown { status, posted } => {
@@ -195,23 +216,43 @@ async fn record(state: &Core, due: &Due, outcome: Outcome) -> sqlx::Result<()> {
             .await?;
         }
         Outcome::Failed(why) => {
-            let attempts = due.attempts + 1;
             tracing::warn!(message = due.id, %why, "a Slack message could not be sent");
-            let step = usize::try_from(attempts - 1)
-                .unwrap_or(0)
-                .min(BACKOFF.len() - 1);
-            let given_up = attempts >= MAX_ATTEMPTS;
-            sqlx::query(
-                "UPDATE slack_messages SET attempts = $1, next_attempt_at = $2, failed_at = $3 \
-                 WHERE id = $4",
-            )
-            .bind(attempts)
-            .bind(now + BACKOFF[step] * 1000)
-            .bind(given_up.then_some(now))
-            .bind(due.id)
-            .execute(&mut *tx)
-            .await?;
+            let attempts = due.attempts + 1;
+            not_shown(&mut tx, due, attempts, attempts >= MAX_ATTEMPTS).await?;
+        }
+        Outcome::Refused(why) => {
+            tracing::error!(
+                message = due.id,
+                %why,
+                "Slack refused a message as invalid: it is not delivered and not sent again"
+            );
+            not_shown(&mut tx, due, due.attempts + 1, true).await?;
         }
     }
     tx.commit().await
+}
+
+/// A message not shown after `attempts`: tried again after its backoff, or
+/// given up (`failed_at`), which `widgetd slack status` counts.
+async fn not_shown(
+    tx: &mut widgetd_domain::db::WriteTx,
+    due: &Due,
+    attempts: i64,
+    given_up: bool,
+) -> sqlx::Result<()> {
+    let now = clock::now_ms();
+    let step = usize::try_from(attempts - 1)
+        .unwrap_or(0)
+        .min(BACKOFF.len() - 1);
+    sqlx::query(
+        "UPDATE slack_messages SET attempts = $1, next_attempt_at = $2, failed_at = $3 \
+         WHERE id = $4",
+    )
+    .bind(attempts)
+    .bind(now + BACKOFF[step] * 1000)
+    .bind(given_up.then_some(now))
+    .bind(due.id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

@@ -42,13 +42,33 @@ fn code_hash(code: &str) -> Vec<u8> {
     Sha256::digest(normal.as_bytes()).to_vec()
 }
 
+/// The characters random `bytes` draw, each letter of [`ALPHABET`]
+/// equally likely: a byte past the largest multiple of the alphabet's size
+/// (248 = 8 × 31) draws none, rather than adding to the first eight
+/// letters' odds as `byte % 31` would.
+fn drawn(bytes: &[u8]) -> impl Iterator<Item = char> + '_ {
+    let size = ALPHABET.len();
+    let usable = 256 - 256 % size;
+    bytes
+        .iter()
+        .map(|b| usize::from(*b))
+        .filter(move |b| *b < usable)
+        .map(move |b| char::from(ALPHABET[b % size]))
+}
+
+/// [`CODE_CHARS`] characters drawn uniformly from [`ALPHABET`].
+fn random_code() -> String {
+    let mut code = String::with_capacity(CODE_CHARS);
+    while code.len() < CODE_CHARS {
+        let bytes = random_bytes::<16>();
+        code.extend(drawn(bytes.as_slice()).take(CODE_CHARS - code.len()));
+    }
+    code
+}
+
 /// A new code for `user`, replacing any earlier one.
 pub async fn new_link_code(conn: &mut AnyConnection, user: &UserId) -> sqlx::Result<LinkCode> {
-    let raw = random_bytes::<CODE_CHARS>();
-    let code: String = raw
-        .iter()
-        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
-        .collect();
+    let code = random_code();
     let expires_at = clock::now_ms() + CODE_TTL_MS;
     sqlx::query("DELETE FROM slack_link_codes WHERE user_id = $1 OR expires_at < $2")
         .bind(user)
@@ -165,11 +185,133 @@ pub async fn link_of_slack_user(
 
 #[cfg(test)]
 mod tests {
-    use super::code_hash;
+    use secrecy::SecretString;
+    use widgetd_domain::auth::{self, Role};
+    use widgetd_domain::startup::{self, DataDir};
+
+    use super::*;
 
     #[test]
     fn a_code_is_read_whatever_its_case_and_spacing() {
         assert_eq!(code_hash("ABCD-EF23"), code_hash(" abcdef23 "));
         assert_ne!(code_hash("ABCDEF23"), code_hash("ABCDEF24"));
+    }
+
+    #[test]
+    fn every_letter_is_drawn_equally_often_and_none_reads_as_another() {
+        let every_byte: Vec<u8> = (0..=255).collect();
+        let letters: Vec<char> = drawn(&every_byte).collect();
+        assert_eq!(letters.len(), 248);
+        for letter in ALPHABET.iter().map(|b| char::from(*b)) {
+            let times = letters.iter().filter(|c| **c == letter).count();
+            assert_eq!(times, 8, "{letter}");
+        }
+        let mut distinct = ALPHABET.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 31);
+        for ambiguous in *b"0O1IL" {
+            assert!(!ALPHABET.contains(&ambiguous), "{}", char::from(ambiguous));
+        }
+        for _ in 0..100 {
+            let code = random_code();
+            assert_eq!(code.len(), CODE_CHARS, "{code}");
+            assert!(code.bytes().all(|b| ALPHABET.contains(&b)), "{code}");
+        }
+    }
+
+    /// A data dir on SQLite with a user per name.
+    async fn people(names: &[&str]) -> (tempfile::TempDir, DataDir, Vec<UserId>) {
+        let dir = tempfile::tempdir().unwrap();
+        let data = startup::open(&dir.path().join("data"), None).await.unwrap();
+        let mut ids = Vec::new();
+        let mut conn = data.db.write.acquire().await.unwrap();
+        for name in names {
+            let password = SecretString::from("a long test password".to_owned());
+            let user = auth::create_user(&mut conn, name, Role::Member, password)
+                .await
+                .unwrap();
+            ids.push(user.id);
+        }
+        drop(conn);
+        (dir, data, ids)
+    }
+
+    async fn redeem(data: &DataDir, code: &LinkCode, slack_user: &str) -> Result<UserId> {
+        let mut tx = data.db.begin_write().await.unwrap();
+        let redeemed = redeem_code(&mut tx, &code.code, "T1", slack_user).await;
+        tx.commit().await.unwrap();
+        redeemed
+    }
+
+    async fn code_for(data: &DataDir, user: &UserId) -> LinkCode {
+        let mut tx = data.db.begin_write().await.unwrap();
+        let code = new_link_code(&mut tx, user).await.unwrap();
+        tx.commit().await.unwrap();
+        code
+    }
+
+    #[tokio::test]
+    async fn a_code_works_for_ten_minutes_once_and_not_after() {
+        let (_dir, data, ids) = people(&["alice"]).await;
+        let alice = &ids[0];
+        assert_eq!(CODE_TTL_MS, 10 * 60 * 1000);
+        let before = clock::now_ms();
+        let code = code_for(&data, alice).await;
+        let after = clock::now_ms();
+        assert!((before + CODE_TTL_MS..=after + CODE_TTL_MS).contains(&code.expires_at));
+        let shown = code.code.expose_secret();
+        assert!(shown.len() == CODE_CHARS && shown.bytes().all(|b| ALPHABET.contains(&b)));
+
+        // Past its time: refused, and spent.
+        sqlx::query("UPDATE slack_link_codes SET expires_at = $1")
+            .bind(clock::now_ms() - 1)
+            .execute(&data.db.write)
+            .await
+            .unwrap();
+        let late = redeem(&data, &code, "UALICE").await.unwrap_err();
+        assert_eq!(late.code(), "unknown_link_code");
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM slack_link_codes")
+            .fetch_one(&data.db.read)
+            .await
+            .unwrap();
+        assert_eq!(left, 0);
+
+        let code = code_for(&data, alice).await;
+        assert_eq!(redeem(&data, &code, "UALICE").await.unwrap(), *alice);
+        let again = redeem(&data, &code, "UOTHER").await.unwrap_err();
+        assert_eq!(again.code(), "unknown_link_code");
+    }
+
+    #[tokio::test]
+    async fn a_slack_user_linked_to_someone_else_is_refused_but_may_link_again() {
+        let (_dir, data, ids) = people(&["alice", "bob"]).await;
+        let (alice, bob) = (&ids[0], &ids[1]);
+        let code = code_for(&data, alice).await;
+        redeem(&data, &code, "UALICE").await.unwrap();
+        let code = code_for(&data, bob).await;
+        let taken = redeem(&data, &code, "UALICE").await.unwrap_err();
+        assert_eq!(taken.code(), "slack_user_linked");
+        let mut conn = data.db.read.acquire().await.unwrap();
+        assert!(link_of_user(&mut conn, bob).await.unwrap().is_none());
+        let link = link_of_slack_user(&mut conn, "T1", "UALICE").await.unwrap();
+        assert_eq!(link.map(|l| l.user_id).as_ref(), Some(alice));
+        drop(conn);
+        // Alice linking the same Slack user again is no conflict.
+        let code = code_for(&data, alice).await;
+        assert_eq!(redeem(&data, &code, "UALICE").await.unwrap(), *alice);
+    }
+
+    #[tokio::test]
+    async fn unlinking_removes_the_link_and_says_whether_there_was_one() {
+        let (_dir, data, ids) = people(&["alice"]).await;
+        let alice = &ids[0];
+        let code = code_for(&data, alice).await;
+        redeem(&data, &code, "UALICE").await.unwrap();
+        let mut tx = data.db.begin_write().await.unwrap();
+        assert!(unlink(&mut tx, alice).await.unwrap());
+        assert!(link_of_user(&mut tx, alice).await.unwrap().is_none());
+        assert!(!unlink(&mut tx, alice).await.unwrap());
+        tx.commit().await.unwrap();
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod blocks;
 pub mod delivery;
+pub mod limits;
 mod links;
 pub mod verify;
 

@@ -115,4 +115,37 @@ mod tests {
             Err(Refused::Malformed)
         );
     }
+
+    #[test]
+    fn five_minutes_either_way_is_within_the_window_and_a_second_more_is_not() {
+        let sig = sign(SECRET, "1531420618", BODY);
+        let at = |now| check(SECRET, Some("1531420618"), Some(&sig), BODY, now);
+        assert_eq!(at(1531420618 + REPLAY_WINDOW_SECS), Ok(()));
+        assert_eq!(at(1531420618 - REPLAY_WINDOW_SECS), Ok(()));
+        assert_eq!(at(1531420618 + REPLAY_WINDOW_SECS + 1), Err(Refused::Stale));
+        assert_eq!(at(1531420618 - REPLAY_WINDOW_SECS - 1), Err(Refused::Stale));
+        assert_eq!(REPLAY_WINDOW_SECS, 300);
+    }
+
+    #[test]
+    fn a_signature_of_the_wrong_length_or_not_hex_is_refused_without_reading_past_it() {
+        let sig = sign(SECRET, "1531420618", BODY);
+        let hex = &sig[3..];
+        let odd = format!("v0={}", &hex[..63]);
+        let long = format!("v0={hex}0");
+        let short = format!("v0={}", &hex[..62]);
+        // 64 bytes, but a three-byte character straddles a pair.
+        let wide = format!("v0=a{}", "€".repeat(21));
+        let not_hex = format!("v0={}", "zz".repeat(32));
+        for signature in [&odd, &long, &short, &wide, &not_hex, &"v0=".to_owned()] {
+            let checked = check(
+                SECRET,
+                Some("1531420618"),
+                Some(signature),
+                BODY,
+                1531420618,
+            );
+            assert_eq!(checked, Err(Refused::BadSignature), "{signature}");
+        }
+    }
 }

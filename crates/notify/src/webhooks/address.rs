@@ -24,7 +24,8 @@ const RESOLVE_AT_CREATION: Duration = Duration::from_secs(3);
 /// Whether notices may go to `ip` when private addresses are not allowed:
 /// not loopback, unspecified, link-local, private, unique-local, shared
 /// (CGNAT), multicast, broadcast or reserved; an IPv6 address that embeds
-/// an IPv4 one (mapped, compatible, NAT64, 6to4) as that IPv4 address.
+/// IPv4 addresses (mapped, compatible, translated, NAT64, 6to4, Teredo)
+/// only if every one of them is public.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
@@ -51,8 +52,9 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = embedded_v4(ip) {
-        return is_public_v4(v4);
+    let embedded = embedded_v4(ip);
+    if !embedded.is_empty() {
+        return embedded.into_iter().all(is_public_v4);
     }
     let first = ip.segments()[0];
     !(ip.is_unspecified()
@@ -64,21 +66,29 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xfe00) == 0xfc00)
 }
 
-/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), -compatible
-/// (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) or 6to4 (`2002::/16`) address.
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+/// The IPv4 address of two 16-bit segments.
+fn v4(hi: u16, lo: u16) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
+}
+
+/// The IPv4 addresses an IPv6 address carries, each of which a packet to
+/// it may reach: IPv4-mapped (`::ffff:a.b.c.d`), -compatible
+/// (`::a.b.c.d`), -translated (`::ffff:0:a.b.c.d`, RFC 2765), NAT64
+/// (`64:ff9b::/96`, and the local-use `64:ff9b:1::/48` of RFC 8215 with the
+/// address in its last 32 bits, as a /96 taken from it carries it), 6to4
+/// (`2002::/16`, bits 16 to 48) and Teredo (`2001::/32`, RFC 4380: the
+/// server in bits 32 to 64, the client in the last 32 bits inverted).
+/// Empty for any other address.
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
     let s = ip.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let tail = v4(s[6], s[7]);
     match s {
-        [0, 0, 0, 0, 0, 0xffff, ..] | [0, 0, 0, 0, 0, 0, ..] => Some(tail),
-        [0x64, 0xff9b, 0, 0, 0, 0, ..] => Some(tail),
-        [0x2002, hi, lo, ..] => Some(Ipv4Addr::new(
-            (hi >> 8) as u8,
-            hi as u8,
-            (lo >> 8) as u8,
-            lo as u8,
-        )),
-        _ => None,
+        [0, 0, 0, 0, 0, 0xffff, ..] | [0, 0, 0, 0, 0, 0, ..] => vec![tail],
+        [0, 0, 0, 0, 0xffff, 0, ..] => vec![tail],
+        [0x64, 0xff9b, 0, 0, 0, 0, ..] | [0x64, 0xff9b, 1, ..] => vec![tail],
+        [0x2002, hi, lo, ..] => vec![v4(hi, lo)],
+        [0x2001, 0, hi, lo, ..] => vec![v4(hi, lo), v4(!s[6], !s[7])],
+        _ => Vec::new(),
     }
 }
 
@@ -118,6 +128,23 @@ pub fn host_and_port(url: &str) -> Option<(String, u16)> {
 /// resolves to now (a name that does not resolve yet is let through: the
 /// check is made again at every delivery).
 pub async fn check_destination(url: &str, allow_private: bool) -> Result<()> {
+    let lookup = |host: String, port: u16| async move {
+        let lookup = tokio::net::lookup_host((host.as_str(), port));
+        match tokio::time::timeout(RESOLVE_AT_CREATION, lookup).await {
+            Ok(Ok(addrs)) => Some(addrs.collect()),
+            _ => None,
+        }
+    };
+    check_destination_with(url, allow_private, lookup).await
+}
+
+/// [`check_destination`] with `lookup` resolving a name (`None`: it did
+/// not resolve in time).
+async fn check_destination_with<F, Fut>(url: &str, allow_private: bool, lookup: F) -> Result<()>
+where
+    F: FnOnce(String, u16) -> Fut,
+    Fut: std::future::Future<Output = Option<Vec<SocketAddr>>>,
+{
     if allow_private {
         return Ok(());
     }
@@ -137,15 +164,8 @@ pub async fn check_destination(url: &str, allow_private: bool) -> Result<()> {
     if is_localhost(&host) {
         return Err(refused());
     }
-    let lookup = tokio::net::lookup_host((host.as_str(), port));
-    match tokio::time::timeout(RESOLVE_AT_CREATION, lookup).await {
-        Ok(Ok(addrs)) => {
-            let addrs: Vec<SocketAddr> = addrs.collect();
-            match addrs.iter().all(|a| is_public(a.ip())) {
-                true => Ok(()),
-                false => Err(refused()),
-            }
-        }
+    match lookup(host, port).await {
+        Some(addrs) if !addrs.iter().all(|a| is_public(a.ip())) => Err(refused()),
         _ => Ok(()),
     }
 }
@@ -231,6 +251,24 @@ mod tests {
             "::127.0.0.1",
             "64:ff9b::a9fe:a9fe",
             "2002:7f00:1::",
+            // IETF protocol assignments, benchmarking, site-local.
+            "192.0.0.8",
+            "192.0.0.255",
+            "198.18.0.1",
+            "198.19.255.254",
+            "fec0::1",
+            "feff::1",
+            // IPv4-translated (::ffff:0:a.b.c.d): 127.0.0.1, 10.0.0.1.
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            // Local-use NAT64: 169.254.169.254, 192.168.1.1.
+            "64:ff9b:1::a9fe:a9fe",
+            "64:ff9b:1:abcd::c0a8:101",
+            // Teredo: a public server, the client 192.168.1.1 (stored
+            // inverted, which alone would read as 63.87.254.254).
+            "2001:0:4136:e378:8000:63bf:3f57:fefe",
+            // Teredo: the server 10.0.0.1, the client 1.1.1.1.
+            "2001:0:a00:1:8000:63bf:fefe:fefe",
         ] {
             assert!(!is_public(refused.parse().unwrap()), "{refused}");
         }
@@ -240,6 +278,16 @@ mod tests {
             "100.128.0.1",
             "2606:4700::1111",
             "::ffff:1.1.1.1",
+            "192.0.1.1",
+            "198.17.255.255",
+            "198.20.0.1",
+            "::ffff:0:101:101",
+            "64:ff9b:1::101:101",
+            "64:ff9b::101:101",
+            // Teredo: the server 65.54.227.120, the client 1.1.1.1 (stored
+            // inverted, which alone would read as reserved 254.254.254.254).
+            "2001:0:4136:e378:8000:63bf:fefe:fefe",
+            "2001:db8::1",
         ] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
@@ -269,6 +317,68 @@ mod tests {
                 .await
                 .is_ok()
         );
+    }
+
+    #[tokio::test]
+    async fn a_name_is_refused_at_creation_if_any_address_it_resolves_to_is_private() {
+        fn answering(
+            addrs: &[&str],
+        ) -> impl FnOnce(String, u16) -> std::future::Ready<Option<Vec<SocketAddr>>> + use<>
+        {
+            let addrs: Vec<SocketAddr> = addrs
+                .iter()
+                .map(|a| SocketAddr::new(a.parse().unwrap(), 443))
+                .collect();
+            move |host, port| {
+                assert_eq!((host.as_str(), port), ("hooks.example.com", 8443));
+                std::future::ready(Some(addrs))
+            }
+        }
+        let url = "https://hooks.example.com:8443/in";
+        let check = |addrs: &[&str], allow| check_destination_with(url, allow, answering(addrs));
+        assert!(check(&["93.184.216.34"], false).await.is_ok());
+        assert!(
+            check(&["93.184.216.34", "2606:4700::1111"], false)
+                .await
+                .is_ok()
+        );
+        for private in [
+            &["93.184.216.34", "10.0.0.5"][..],
+            &["::1"],
+            &["169.254.169.254"],
+        ] {
+            match check(private, false).await {
+                Err(Error::Invalid { code, .. }) => assert_eq!(code, "webhook_address_refused"),
+                other => panic!("{private:?}: {other:?}"),
+            }
+            assert!(check(private, true).await.is_ok(), "{private:?}");
+        }
+        // Not resolved in time: let through, checked again at delivery.
+        let unresolved = |_: String, _: u16| std::future::ready(None);
+        assert!(check_destination_with(url, false, unresolved).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn only_the_guards_refusal_counts_as_one_not_any_failure_to_connect() {
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://localhost:{port}/hook");
+        let guarded = reqwest::Client::builder()
+            .dns_resolver(resolver(false))
+            .build()
+            .unwrap();
+        let err = guarded.get(&url).send().await.unwrap_err();
+        assert!(is_refusal(&err), "{err}");
+        let open = reqwest::Client::builder()
+            .dns_resolver(resolver(true))
+            .build()
+            .unwrap();
+        let err = open.get(&url).send().await.unwrap_err();
+        assert!(err.is_connect() && !is_refusal(&err), "{err}");
     }
 
     #[tokio::test]
