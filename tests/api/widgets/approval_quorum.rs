@@ -12,28 +12,9 @@ use widgetd_domain::auth::Role;
 
 use crate::helpers::samples::radio;
 use crate::helpers::{
-    Scene, TestApp, ask, created, prompt_texts, scene, spawn_app, spawn_postgres_app, submit_form,
-    widget,
+    Scene, TestApp, ask, assert_error, created, prompt_texts, scene, share, spawn_app,
+    spawn_postgres_app, submit_form, widget,
 };
-
-async fn code_of(r: reqwest::Response) -> (StatusCode, String) {
-    let status = r.status();
-    let body: Value = r.json().await.unwrap_or_default();
-    let code = body["error"]["code"].as_str().unwrap_or_default();
-    (status, code.to_owned())
-}
-
-async fn share(app: &TestApp, host: &str, session: &str, grants: Value) {
-    let r = app
-        .client
-        .put(format!("{}/api/v1/sessions/{session}/sharing", app.url))
-        .bearer_auth(host)
-        .json(&json!({ "grants": grants }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-}
 
 fn plan() -> Value {
     json!({
@@ -63,7 +44,13 @@ async fn same_input_on(app: TestApp) {
         agent,
     } = scene(&app, "alice").await;
     app.user("bob", Role::Member).await;
-    share(&app, &host, &session, json!({ "bob": "prompt" })).await;
+    share(
+        &app,
+        &host,
+        &session,
+        json!({ "grants": { "bob": "prompt" } }),
+    )
+    .await;
     let (alice, bob) = (app.login("alice").await, app.login("bob").await);
 
     // Bob approves plan; alice's edit to apply is refused, and his vote
@@ -89,13 +76,13 @@ async fn same_input_on(app: TestApp) {
             &json!({ "decision": "once", "edited_input": APPLY }),
         )
         .await;
-    assert_eq!(
-        code_of(r).await,
-        (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "edit_needs_one_approver".into()
-        )
-    );
+    assert_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "edit_needs_one_approver",
+        Some("auto-approve"),
+    )
+    .await;
     let half = widget(&app, &agent, &id).await;
     assert_eq!(half["status"], "pending", "{half}");
     assert_eq!(half["result"]["approvals"].as_array().unwrap().len(), 1);
@@ -139,13 +126,13 @@ async fn same_input_on(app: TestApp) {
             &json!({ "decision": "once", "edited_input": APPLY }),
         )
         .await;
-    assert_eq!(
-        code_of(r).await,
-        (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "edit_needs_one_approver".into()
-        )
-    );
+    assert_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "edit_needs_one_approver",
+        Some("auto-approve"),
+    )
+    .await;
     let untouched = widget(&app, &agent, &id).await;
     assert_eq!(untouched["status"], "pending");
     assert!(untouched["result"].is_null(), "{untouched}");
@@ -169,7 +156,13 @@ async fn lost_access_on(app: TestApp) {
     } = scene(&app, "alice").await;
     app.user("bob", Role::Member).await;
     app.user("carol", Role::Member).await;
-    share(&app, &host, &session, json!({ "bob": "prompt" })).await;
+    share(
+        &app,
+        &host,
+        &session,
+        json!({ "grants": { "bob": "prompt" } }),
+    )
+    .await;
     let deploy = json!({ "tool": "deploy", "input": { "env": "prod" }, "approvers": 2 });
     let id = created(ask(&app, &agent, &session, "approval", &deploy).await).await;
     let (alice, bob) = (app.login("alice").await, app.login("bob").await);
@@ -182,7 +175,7 @@ async fn lost_access_on(app: TestApp) {
         &app,
         &host,
         &session,
-        json!({ "bob": "none", "carol": "prompt" }),
+        json!({ "grants": { "bob": "none", "carol": "prompt" } }),
     )
     .await;
     let r = submit_form(&app, &alice, &id, &[("decision", "once")]).await;
@@ -225,24 +218,24 @@ async fn agent_owns_on(app: TestApp) {
             &json!({}),
         )
         .await;
-    assert_eq!(
-        code_of(r).await,
-        (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_asked_by_agent".into()
-        )
-    );
+    assert_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not_asked_by_agent",
+        None,
+    )
+    .await;
     let before = app.count("SELECT count(*) FROM widgets").await;
     let mut amended = radio("Deploy to staging?");
     amended["replaces"] = json!({ "widget_id": hosts });
     let r = ask(&app, &s.agent, &s.session, "ask", &amended).await;
-    assert_eq!(
-        code_of(r).await,
-        (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_asked_by_agent".into()
-        )
-    );
+    assert_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not_asked_by_agent",
+        None,
+    )
+    .await;
     assert_eq!(app.count("SELECT count(*) FROM widgets").await, before);
     assert_eq!(widget(&app, &s.agent, &hosts).await["status"], "pending");
     assert!(
